@@ -1,0 +1,16 @@
+"""Shared set-up for benchmarks: one core, one BLAS thread, import path."""
+import os
+import sys
+
+
+def one_core(cpu: int | None = None) -> int:
+    """Pin this process to one CPU (the last one unless told) and BLAS to one thread."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = cpus[-1] if cpu is None else cpu
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))

@@ -1,0 +1,66 @@
+"""Checkpoints: one ``.npz`` with the parameters, the optimizer state and a JSON header.
+
+No pickle anywhere (``allow_pickle=False``): a checkpoint from a stranger cannot run code.
+Writes are atomic (temporary file, fsync, rename), so a crash mid-write leaves the previous
+good checkpoint in place.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ESError
+
+FORMAT = "es-course-checkpoint"
+VERSION = 1
+
+
+def save_checkpoint(path, center: np.ndarray, meta: dict, optimizer_state: dict | None = None) -> None:
+    path = Path(path)
+    arrays = {"center": np.asarray(center, dtype=np.float32),
+              "meta": np.array(json.dumps({"format": FORMAT, "version": VERSION, **meta}))}
+    for k, v in (optimizer_state or {}).items():
+        arrays[f"opt_{k}"] = np.asarray(v)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(buf.getvalue())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path) -> tuple[np.ndarray, dict, dict]:
+    """``(center, meta, optimizer_state)``; any problem -> ``ESError`` naming the file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "checkpoint.npz"
+    if not path.exists():
+        raise ESError(f"checkpoint not found: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise ESError(f"checkpoint {path} is corrupt or not an .npz file ({exc.__class__.__name__}: {exc})") from None
+    if "center" not in arrays or "meta" not in arrays:
+        raise ESError(f"checkpoint {path} is not an es-course checkpoint (missing 'center' or 'meta')")
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except json.JSONDecodeError as exc:
+        raise ESError(f"checkpoint {path} has a corrupt header: {exc}") from None
+    if meta.get("format") != FORMAT:
+        raise ESError(f"checkpoint {path} is not an es-course checkpoint (format {meta.get('format')!r})")
+    center = arrays["center"]
+    if center.dtype != np.float32 or center.ndim != 1 or not np.all(np.isfinite(center)):
+        raise ESError(f"checkpoint {path} has invalid parameters (need finite float32 vector, got {center.dtype} {center.shape})")
+    expected = meta.get("num_params")
+    if expected is not None and center.size != expected:
+        raise ESError(f"checkpoint {path} has {center.size} parameters but its header says {expected}")
+    opt = {k[4:]: v for k, v in arrays.items() if k.startswith("opt_")}
+    return center, meta, opt

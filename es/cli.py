@@ -1,0 +1,144 @@
+"""``python -m es``: train, evaluate, and (as the course grows) run workers, build notebooks, grade.
+
+Bad input exits with status 2 and one line on stderr that says what is wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .errors import ESError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse's own status for usage errors)
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# Flags that map one-to-one onto ESConfig fields; None means "not given".
+_TRAIN_FLAGS = [
+    ("--seed", int, "run seed: every random number of the run derives from it"),
+    ("--population", int, "members per generation (even with antithetic sampling)"),
+    ("--sigma", float, "standard deviation of the parameter noise"),
+    ("--learning-rate", float, "optimizer step size"),
+    ("--generations", int, "maximum number of generations"),
+    ("--optimizer", str, "adam or sgd"),
+    ("--momentum", float, "SGD momentum"),
+    ("--weight-decay", float, "L2 penalty on the parameters (not on the fitness)"),
+    ("--shaping", str, "fitness shaping: centered_ranks, z_score or raw"),
+    ("--episodes-per-member", int, "episodes averaged per member"),
+    ("--center-episodes", int, "episodes of the unperturbed center each generation"),
+    ("--reward-goal", float, "stop once the center's mean return reaches this ..."),
+    ("--consecutive-goal-stopping", int, "... for this many generations in a row"),
+    ("--solve-threshold", float, "final eval mean that counts as solved (default: the reward goal)"),
+    ("--max-steps", int, "cap on episode length"),
+    ("--eval-episodes", int, "episodes of the final check (seeds eval_seed..)"),
+    ("--workers", int, "processes evaluating the population (1 = this process)"),
+]
+# What may change when resuming without changing the run's trajectory.
+_RESUMABLE = {"generations", "workers", "eval_episodes", "solve_threshold"}
+
+
+def _hidden(text: str) -> list[int]:
+    try:
+        return [int(h) for h in text.split(",") if h.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--hidden takes comma-separated layer sizes like 16,16 (or '' for linear), got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .envs import KNOWN
+    p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    envs = "\n".join(f"  {name:<10} {entry['env_id'] if entry['env_id'] != name else 'Atari Pong, 42x42x4 pixels'}"
+                     for name, entry in KNOWN.items())
+    t = sub.add_parser("train", help="train a policy with ES", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Train a policy with OpenAI-ES. Each known environment comes with defaults that "
+                                   "train well; any flag overrides them.",
+                       epilog=f"environments:\n{envs}\n  any registered gymnasium id also works (e.g. MountainCar-v0)\n\n"
+                              "examples:\n  python -m es train cartpole\n  python -m es train cartpole --seed 3 --out runs/c3\n"
+                              "  python -m es train --resume runs/c3 --generations 200")
+    t.add_argument("env", nargs="?", help="environment name or gymnasium id (optional with --resume)")
+    for flag, typ, text in _TRAIN_FLAGS:
+        t.add_argument(flag, type=typ, default=None, help=text)
+    t.add_argument("--hidden", type=_hidden, default=None, help="hidden layer sizes, e.g. 16,16; '' = linear policy")
+    t.add_argument("--no-antithetic", action="store_true", help="plain instead of mirrored sampling")
+    t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
+    t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--json", action="store_true", help="print the summary as one JSON line at the end")
+
+    e = sub.add_parser("eval", help="play a checkpoint on the real environment")
+    e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
+    e.add_argument("--episodes", type=int, default=20)
+    e.add_argument("--seed", type=int, default=None, help="first episode seed (default: the run's eval seed)")
+    e.add_argument("--gif", type=Path, default=None, help="write a GIF of the first episode")
+    e.add_argument("--no-random", action="store_true", help="skip the random-policy baseline")
+    return p
+
+
+def cmd_train(args) -> int:
+    from .config import config_for
+    from .train import load_run_config, train
+    given = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in _TRAIN_FLAGS}
+    given["hidden"] = args.hidden
+    if args.no_antithetic:
+        given["antithetic"] = False
+    if args.resume is not None:
+        if args.out is not None and args.out != args.resume:
+            raise ESError("--out and --resume name different directories; --resume continues the run where it is")
+        config = load_run_config(args.resume)
+        if args.env is not None and args.env != config.env:
+            raise ESError(f"{args.resume} is a {config.env} run, not {args.env}")
+        for k, v in given.items():
+            if v is not None and k not in _RESUMABLE and v != getattr(config, k):
+                raise ESError(f"cannot change {k} when resuming (the run uses {getattr(config, k)!r}); "
+                              f"only {', '.join(sorted(_RESUMABLE))} may change")
+            if v is not None and k in _RESUMABLE:
+                setattr(config, k, v)
+        config.validate()
+        run_dir = args.resume
+    else:
+        if args.env is None:
+            raise ESError("name an environment (e.g. python -m es train cartpole) or --resume a run directory")
+        config = config_for(args.env, **given)
+        run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    print(f"run directory: {run_dir}", file=sys.stderr)
+    result = train(config, run_dir=run_dir, resume=args.resume is not None, progress=not args.no_progress)
+    s = result.summary
+    verdict = "SOLVED" if s.get("solved") else "not solved"
+    print(f"{verdict}: center scored {s['eval_mean']:.1f} +- {s['eval_std']:.1f} over {s['eval_episodes']} episodes "
+          f"(seeds {s['eval_seeds'][0]}..{s['eval_seeds'][1]}); solved means >= {s['solve_threshold']}")
+    print(f"trained {s['generations']} generations in {s['train_seconds']:.2f} s ({s['env_steps']:,} env steps), "
+          f"stopped on {s['stopped']}")
+    print(f"wrote {run_dir}/{{config.json, metrics.jsonl, checkpoint.npz, curve.png, summary.json}}")
+    if args.json:
+        print(json.dumps(s))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .play import evaluate_checkpoint
+    out = evaluate_checkpoint(args.checkpoint, episodes=args.episodes, seed=args.seed, gif=args.gif,
+                              random_baseline=not args.no_random)
+    out.pop("agent_returns", None)
+    print(json.dumps(out))
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "eval": cmd_eval}
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ESError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the last checkpoint is intact (continue with --resume)", file=sys.stderr)
+        return 130

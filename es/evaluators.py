@@ -1,0 +1,65 @@
+"""Evaluators turn one generation's task into returns. All of them share
+``evaluate_members`` so that a member's return never depends on where it was computed.
+
+``LocalEvaluator`` is the single-thread path; ``es.parallel`` (joblib) and ``es.distributed``
+(Redis) plug into the same ``train()`` loop with the same ``evaluate`` signature.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .strategy import GenerationTask
+
+
+@dataclass
+class GenerationResult:
+    returns: np.ndarray        # (population,) mean return over each member's episodes
+    lengths: np.ndarray        # (population,) env steps each member used
+    center_return: float       # mean return of the unperturbed center
+    center_length: int
+
+
+def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds=None):
+    """Play ``len(seeds)`` episodes for each member id (and ``center_seeds`` for the center,
+    in the same batch). Returns member returns, member lengths, center return, center length.
+    """
+    members = np.asarray(members, dtype=np.int64)
+    seeds = np.asarray(seeds, dtype=np.int64)
+    params = task.member_params(members)
+    e = len(seeds)
+    rows = np.repeat(np.arange(len(members)), e)
+    ep_seeds = np.tile(seeds, len(members))
+    if center_seeds is not None and len(center_seeds):
+        params = np.vstack([params, task.center[None, :]])
+        rows = np.r_[rows, np.full(len(center_seeds), len(members))]
+        ep_seeds = np.r_[ep_seeds, np.asarray(center_seeds, dtype=np.int64)]
+    returns, lengths = problem.run_episodes(params, rows, ep_seeds)
+    returns, lengths = np.asarray(returns, dtype=np.float64), np.asarray(lengths, dtype=np.int64)
+    n = len(members) * e
+    if not np.all(np.isfinite(returns)):
+        bad = int(np.flatnonzero(~np.isfinite(returns))[0])
+        who = f"member {members[bad // e]}" if bad < n else "the center"
+        raise FloatingPointError(f"non-finite return for {who} of generation {task.generation} "
+                                 f"(run seed {task.seed}, episode seed {ep_seeds[bad]})")
+    member_returns = returns[:n].reshape(len(members), e).mean(axis=1)
+    member_lengths = lengths[:n].reshape(len(members), e).sum(axis=1)
+    if n < len(returns):
+        return member_returns, member_lengths, float(returns[n:].mean()), int(lengths[n:].sum())
+    return member_returns, member_lengths, None, 0
+
+
+class LocalEvaluator:
+    """Every member in this process, in one batched call."""
+    name = "local"
+
+    def __init__(self, problem):
+        self.problem = problem
+
+    def evaluate(self, task: GenerationTask, seeds, center_seeds) -> GenerationResult:
+        r, l, cr, cl = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
+        return GenerationResult(r, l, cr, cl)
+
+    def close(self):
+        pass

@@ -1,0 +1,94 @@
+"""Optimizers that *ascend* a gradient estimate. One ``_compute_step`` per class.
+
+Weight decay is an L2 penalty on the parameters, folded into the gradient as in OpenAI's
+starter (``-weight_decay * theta``), never subtracted from the fitness (estool issue #15:
+penalising fitness mixes the penalty into the ranks).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class Optimizer:
+    name = "base"
+
+    def __init__(self, dim: int, learning_rate: float, weight_decay: float = 0.0):
+        self.dim, self.learning_rate, self.weight_decay = int(dim), float(learning_rate), float(weight_decay)
+        self.t = 0
+
+    def update(self, theta: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, float]:
+        """New parameters and the update ratio ``|step| / |theta|`` (OpenAI's health signal)."""
+        self.t += 1
+        g = gradient - np.float32(self.weight_decay) * theta if self.weight_decay else gradient
+        step = self._compute_step(g.astype(np.float32))
+        norm = float(np.linalg.norm(theta))
+        ratio = float(np.linalg.norm(step)) / norm if norm > 0 else float("inf")
+        return (theta + step).astype(np.float32), ratio
+
+    def _compute_step(self, g: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"t": np.array(self.t, dtype=np.int64)}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        self.t = int(state["t"])
+
+
+class SGD(Optimizer):
+    """Gradient ascent with momentum: ``v = m v + (1 - m) g``; ``step = lr v``."""
+    name = "sgd"
+
+    def __init__(self, dim, learning_rate, momentum=0.9, weight_decay=0.0):
+        super().__init__(dim, learning_rate, weight_decay)
+        self.momentum = float(momentum)
+        self.v = np.zeros(self.dim, dtype=np.float32)
+
+    def _compute_step(self, g):
+        m = np.float32(self.momentum)
+        self.v = m * self.v + (np.float32(1) - m) * g
+        return np.float32(self.learning_rate) * self.v
+
+    def state_dict(self):
+        return {**super().state_dict(), "v": self.v.copy()}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.v = np.asarray(state["v"], dtype=np.float32).copy()
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction folded into the step size."""
+    name = "adam"
+
+    def __init__(self, dim, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0):
+        super().__init__(dim, learning_rate, weight_decay)
+        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        self.m = np.zeros(self.dim, dtype=np.float32)
+        self.v = np.zeros(self.dim, dtype=np.float32)
+
+    def _compute_step(self, g):
+        b1, b2 = np.float32(self.beta1), np.float32(self.beta2)
+        a = self.learning_rate * np.sqrt(1 - self.beta2 ** self.t) / (1 - self.beta1 ** self.t)
+        self.m = b1 * self.m + (1 - b1) * g
+        self.v = b2 * self.v + (1 - b2) * (g * g)
+        return (np.float32(a) * self.m / (np.sqrt(self.v) + np.float32(self.epsilon))).astype(np.float32)
+
+    def state_dict(self):
+        return {**super().state_dict(), "m": self.m.copy(), "v": self.v.copy()}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.m = np.asarray(state["m"], dtype=np.float32).copy()
+        self.v = np.asarray(state["v"], dtype=np.float32).copy()
+
+
+OPTIMIZERS = {"adam": Adam, "sgd": SGD}
+
+
+def make_optimizer(name: str, dim: int, learning_rate: float, momentum: float = 0.9, weight_decay: float = 0.0) -> Optimizer:
+    if name == "sgd":
+        return SGD(dim, learning_rate, momentum=momentum, weight_decay=weight_decay)
+    if name == "adam":
+        return Adam(dim, learning_rate, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {name!r}; choose one of {sorted(OPTIMIZERS)}")

@@ -1,0 +1,84 @@
+"""OpenAI-ES (Salimans et al. 2017) behind an ask/tell interface.
+
+    strategy = OpenES(center, Adam(len(center), 0.05), population=64, sigma=0.1, seed=0)
+    while not done:
+        task = strategy.ask()                        # what every worker needs
+        returns = [f(p) for p in task.member_params(range(task.population))]
+        strategy.tell(returns)                       # shaping, gradient, optimizer step
+
+The gradient estimate keeps the 1/sigma factor:
+
+    grad = 1 / (population * sigma) * sum_i w_i * eps_i
+
+which is the Monte-Carlo estimate of the gradient of E[F(theta + sigma eps)]. OpenAI's
+starter drops the 1/sigma (users reported it, evolution-strategies-starter issue #24); with
+Adam the missing constant is mostly absorbed, with SGD it silently rescales the step size
+whenever sigma changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import noise
+from .optimizers import Optimizer
+from .shaping import centered_ranks
+
+
+@dataclass(frozen=True)
+class GenerationTask:
+    """Everything a worker needs to evaluate any member of one generation."""
+    seed: int
+    generation: int
+    sigma: float
+    antithetic: bool
+    population: int
+    center: np.ndarray  # float32, (dim,)
+
+    def member_params(self, members) -> np.ndarray:
+        """Parameters of the given member ids, ``(len(members), dim)`` float32."""
+        members = np.asarray(members, dtype=np.int64)
+        if members.size and (members.min() < 0 or members.max() >= self.population):
+            raise ValueError(f"member ids must lie in [0, {self.population}), got {members.min()}..{members.max()}")
+        eps = noise.antithetic_noise(self.seed, self.generation, members, self.center.size, self.antithetic)
+        return self.center[None, :] + np.float32(self.sigma) * eps
+
+
+def check_hyperparameters(population: int, sigma: float, antithetic: bool) -> None:
+    if not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma}")
+    if int(population) != population or population < 2:
+        raise ValueError(f"population must be an integer >= 2, got {population}")
+    if antithetic and population % 2:
+        raise ValueError(f"population must be even with antithetic sampling (members come in +/- pairs), got {population}")
+
+
+class OpenES:
+    def __init__(self, center: np.ndarray, optimizer: Optimizer, *, population: int, sigma: float, seed: int,
+                 antithetic: bool = True, shaping: Callable[[np.ndarray], np.ndarray] = centered_ranks,
+                 generation: int = 0):
+        check_hyperparameters(population, sigma, antithetic)
+        self.center = np.asarray(center, dtype=np.float32).copy()
+        self.optimizer, self.population, self.sigma = optimizer, int(population), float(sigma)
+        self.seed, self.antithetic, self.shaping, self.generation = int(seed), bool(antithetic), shaping, int(generation)
+
+    def ask(self) -> GenerationTask:
+        return GenerationTask(self.seed, self.generation, self.sigma, self.antithetic, self.population,
+                              self.center.copy())
+
+    def gradient(self, returns) -> np.ndarray:
+        returns = np.asarray(returns, dtype=np.float64)
+        if returns.shape != (self.population,):
+            raise ValueError(f"tell() needs one return per member: expected shape ({self.population},), got {returns.shape}")
+        weights = self.shaping(returns)
+        total = noise.weighted_noise_sum(self.seed, self.generation, weights, self.center.size, self.antithetic)
+        return total / np.float32(self.population * self.sigma)
+
+    def tell(self, returns) -> dict:
+        """Update the center from the population's returns; returns what the logs need."""
+        grad = self.gradient(returns)
+        self.center, ratio = self.optimizer.update(self.center, grad)
+        self.generation += 1
+        return {"grad_norm": float(np.linalg.norm(grad)), "update_ratio": ratio}

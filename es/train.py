@@ -1,0 +1,220 @@
+"""The training loop: ask, evaluate (any evaluator), tell, log, checkpoint; resume exactly.
+
+Each generation evaluates the population and the unperturbed center in one batch, logs the
+story (center return, population statistics, the center's rank, the update ratio), checks
+the stopping rule (``reward_goal`` held for ``consecutive_goal_stopping`` generations) and
+writes an atomic checkpoint. Everything random derives from ``(seed, generation)``, so a
+resumed run is bit-identical to one that never stopped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import noise
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import ESConfig
+from .errors import ESError
+from .evaluators import LocalEvaluator
+from .optimizers import make_optimizer
+from .shaping import SHAPINGS
+from .strategy import OpenES
+
+
+@dataclass
+class TrainResult:
+    center: np.ndarray
+    summary: dict
+    metrics: list = field(default_factory=list)
+    run_dir: Path | None = None
+
+
+def make_problem_for(config: ESConfig):
+    if config.env == "pong":
+        from pong.problem import PongProblem
+        return PongProblem(**config.extra)
+    from .envs import EnvProblem, resolve
+    _, entry = resolve(config.env)
+    return EnvProblem(entry["env_id"], config.hidden, config.max_steps)
+
+
+def make_evaluator(config: ESConfig, problem):
+    if config.workers > 1:
+        from .parallel import ParallelEvaluator
+        return ParallelEvaluator(problem, workers=config.workers)
+    return LocalEvaluator(problem)
+
+
+def _prepare_run_dir(run_dir: Path, resume: bool) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ESError(f"cannot write to run directory {run_dir}: {exc.strerror or exc}") from None
+    has_ckpt = (run_dir / "checkpoint.npz").exists()
+    if resume and not has_ckpt:
+        raise ESError(f"nothing to resume: {run_dir / 'checkpoint.npz'} does not exist")
+    if not resume and has_ckpt:
+        raise ESError(f"{run_dir} already holds a run (checkpoint.npz); pass --resume {run_dir} to continue it "
+                      "or choose another --out")
+
+
+def _center_rank(center_return, returns) -> int:
+    """1 = the center beat every member; population + 1 = it was the worst."""
+    return int(np.sum(np.asarray(returns) > center_return)) + 1
+
+
+def load_run_config(run_dir: Path) -> ESConfig:
+    try:
+        return ESConfig.from_dict(json.loads((Path(run_dir) / "config.json").read_text()))
+    except FileNotFoundError:
+        raise ESError(f"{run_dir} has no config.json; is it a run directory?") from None
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise ESError(f"{run_dir}/config.json is corrupt: {exc}") from None
+
+
+def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False, evaluator=None,
+          progress: bool = False, final_eval: bool = True, on_generation=None) -> TrainResult:
+    """Train ``config`` to its stopping rule. ``run_dir=None`` keeps everything in memory."""
+    config.validate()
+    run_dir = Path(run_dir) if run_dir is not None else None
+    if run_dir is not None:
+        _prepare_run_dir(run_dir, resume)
+    problem = problem if problem is not None else make_problem_for(config)
+    optimizer = make_optimizer(config.optimizer, problem.num_params, config.learning_rate,
+                               config.momentum, config.weight_decay)
+    strategy = OpenES(problem.initial_params(config.seed), optimizer, population=config.population,
+                      sigma=config.sigma, seed=config.seed, antithetic=config.antithetic,
+                      shaping=SHAPINGS[config.shaping])
+    state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}
+    metrics: list[dict] = []
+    if run_dir is not None and resume:
+        center, meta, opt_state = load_checkpoint(run_dir / "checkpoint.npz")
+        if center.size != problem.num_params:
+            raise ESError(f"{run_dir}: checkpoint has {center.size} parameters, the problem needs {problem.num_params}")
+        strategy.center, strategy.generation = center, int(meta["generation"])
+        optimizer.load_state_dict(opt_state)
+        state.update({k: meta[k] for k in state})
+        if state["finished"] == "generations":
+            state["finished"] = None  # a generation limit is not an end: --generations may have grown
+        done = strategy.generation + (1 if state["finished"] == "goal" else 0)
+        metrics = _read_metrics(run_dir / "metrics.jsonl", done)
+    if run_dir is not None:
+        (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+        _write_metrics(run_dir / "metrics.jsonl", metrics)
+
+    own_evaluator = evaluator is None
+    evaluator = evaluator or make_evaluator(config, problem)
+    bar = _progress_bar(config, strategy.generation) if progress else None
+    n_seeds = max(config.episodes_per_member, config.center_episodes)
+    try:
+        while state["finished"] is None and strategy.generation < config.generations:
+            t0 = time.perf_counter()
+            g = strategy.generation
+            task = strategy.ask()
+            seeds = noise.episode_seeds(config.seed, g, n_seeds)
+            res = evaluator.evaluate(task, seeds[:config.episodes_per_member], seeds[:config.center_episodes])
+            hit = config.reward_goal is not None and res.center_return >= config.reward_goal
+            state["streak"] = state["streak"] + 1 if hit else 0
+            info = {"grad_norm": None, "update_ratio": None}
+            if state["streak"] >= config.consecutive_goal_stopping:
+                # Keep the center that reached the goal: no update after the last check.
+                state["finished"] = "goal"
+            else:
+                info = strategy.tell(res.returns)
+            gen_steps = int(res.lengths.sum()) + int(res.center_length)
+            state["env_steps"] += gen_steps
+            row = {"generation": g, "center_return": res.center_return,
+                   "pop_mean": float(res.returns.mean()), "pop_max": float(res.returns.max()),
+                   "pop_min": float(res.returns.min()), "pop_std": float(res.returns.std()),
+                   "center_rank": _center_rank(res.center_return, res.returns), **info,
+                   "env_steps": state["env_steps"], "gen_env_steps": gen_steps}
+            if state["finished"] is None and strategy.generation >= config.generations:
+                state["finished"] = "generations"
+            if run_dir is not None:
+                _append_metrics(run_dir / "metrics.jsonl", row, t0, state)
+                _save(run_dir, strategy, optimizer, config, problem, state, t0)
+            else:
+                state["train_seconds"] += time.perf_counter() - t0
+            row["seconds"] = time.perf_counter() - t0
+            row["train_seconds"] = state["train_seconds"]
+            metrics.append(row)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(f"center {res.center_return:.1f} | pop {row['pop_mean']:.1f}/{row['pop_max']:.1f}"
+                                    f" | {gen_steps / max(row['seconds'], 1e-9):,.0f} steps/s", refresh=False)
+            if on_generation is not None:
+                on_generation(row)
+    finally:
+        if bar is not None:
+            bar.close()
+        if own_evaluator:
+            evaluator.close()
+
+    summary = {"env": config.env, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
+               else strategy.generation + 1, "stopped": state["finished"] or "generations",
+               "train_seconds": state["train_seconds"], "env_steps": state["env_steps"],
+               "num_params": problem.num_params, "workers": config.workers}
+    if final_eval:
+        eval_seeds = np.arange(config.eval_seed, config.eval_seed + config.eval_episodes)
+        returns, _ = problem.play(strategy.center, eval_seeds)
+        summary.update(eval_mean=float(np.mean(returns)), eval_std=float(np.std(returns)),
+                       eval_episodes=config.eval_episodes, eval_seeds=[int(eval_seeds[0]), int(eval_seeds[-1])])
+        threshold = config.solve_threshold if config.solve_threshold is not None else config.reward_goal
+        summary["solve_threshold"] = threshold
+        summary["solved"] = bool(threshold is not None and summary["eval_mean"] >= threshold)
+    if run_dir is not None:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if metrics:
+            from .plots import plot_curve
+            plot_curve(metrics, run_dir / "curve.png", title=f"{config.env} (seed {config.seed})",
+                       goal=config.reward_goal)
+    return TrainResult(strategy.center, summary, metrics, run_dir)
+
+
+def _save(run_dir, strategy, optimizer, config, problem, state, t0):
+    # The time of this generation counts up to and including its checkpoint.
+    state["train_seconds"] += time.perf_counter() - t0
+    meta = {"generation": strategy.generation, "num_params": problem.num_params, "problem": problem.spec(),
+            "config": config.to_dict(), **state}
+    save_checkpoint(run_dir / "checkpoint.npz", strategy.center, meta, optimizer.state_dict())
+
+
+def _append_metrics(path, row, t0, state):
+    row = {**row, "seconds": time.perf_counter() - t0, "train_seconds": state["train_seconds"] + time.perf_counter() - t0}
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def _write_metrics(path, rows):
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, path)
+
+
+def _read_metrics(path, before_generation: int) -> list[dict]:
+    """Metrics up to the checkpoint; lines of a generation that was in flight are dropped."""
+    rows = []
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a crash
+            if row.get("generation", 1 << 60) < before_generation:
+                rows.append(row)
+    return rows
+
+
+def _progress_bar(config, initial):
+    from tqdm import tqdm
+    return tqdm(total=config.generations, initial=initial, desc=f"ES {config.env}", unit="gen",
+                file=sys.stderr, dynamic_ncols=True)
