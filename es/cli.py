@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument(flag, type=typ, default=None, help=text)
     t.add_argument("--hidden", type=_hidden, default=None, help="hidden layer sizes, e.g. 16,16; '' = linear policy")
     t.add_argument("--no-antithetic", action="store_true", help="plain instead of mirrored sampling")
+    t.add_argument("--policy", default=None, help="pong: dense (default) or conv")
+    t.add_argument("--num-envs", type=int, default=None, help="pong: games stepped at once by the vector env")
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -87,12 +89,18 @@ def cmd_train(args) -> int:
     given["hidden"] = args.hidden
     if args.no_antithetic:
         given["antithetic"] = False
+    if args.policy is not None or args.num_envs is not None:
+        given["extra"] = {"policy": args.policy, "num_envs": args.num_envs}
     if args.resume is not None:
         if args.out is not None and args.out != args.resume:
             raise ESError("--out and --resume name different directories; --resume continues the run where it is")
         config = load_run_config(args.resume)
         if args.env is not None and args.env != config.env:
             raise ESError(f"{args.resume} is a {config.env} run, not {args.env}")
+        if "extra" in given:
+            extra = {k: v for k, v in given.pop("extra").items() if v is not None}
+            if any(config.extra.get(k) != v for k, v in extra.items()):
+                raise ESError(f"cannot change --policy or --num-envs when resuming (the run uses {config.extra})")
         for k, v in given.items():
             if v is not None and k not in _RESUMABLE and v != getattr(config, k):
                 raise ESError(f"cannot change {k} when resuming (the run uses {getattr(config, k)!r}); "

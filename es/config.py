@@ -81,6 +81,11 @@ class ESConfig:
         need(all(is_int(h) and h >= 1 for h in self.hidden), f"--hidden must be positive layer sizes, got {self.hidden}")
         need(self.max_steps is None or (is_int(self.max_steps) and self.max_steps >= 1),
              f"--max-steps must be a positive integer, got {self.max_steps}")
+        if self.env == "pong":
+            need(self.extra.get("policy", "dense") in ("dense", "conv"),
+                 f"--policy must be dense or conv, got {self.extra.get('policy')!r}")
+            n = self.extra.get("num_envs", 128)
+            need(is_int(n) and n >= 1, f"--num-envs must be a positive integer, got {n}")
         return self
 
 
@@ -91,5 +96,8 @@ def config_for(env: str, **overrides) -> ESConfig:
     base = {"env": name, "hidden": list(entry.get("hidden", [16])), **entry.get("train", {})}
     if name not in ("cartpole",) and "eval_seed" not in entry.get("train", {}):
         base["eval_seed"] = 0
+    extra = dict(base.get("extra", {}))
+    extra.update({k: v for k, v in (overrides.pop("extra", None) or {}).items() if v is not None})
     base.update({k: v for k, v in overrides.items() if v is not None})
+    base["extra"] = extra
     return ESConfig.from_dict(base).validate()

@@ -38,7 +38,10 @@ class TrainResult:
 def make_problem_for(config: ESConfig):
     if config.env == "pong":
         from pong.problem import PongProblem
-        return PongProblem(**config.extra)
+        policy = config.extra.get("policy", "dense")
+        spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6,
+                                                               "hidden": list(config.hidden)}
+        return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128))
     from .envs import EnvProblem, resolve
     _, entry = resolve(config.env)
     return EnvProblem(entry["env_id"], config.hidden, config.max_steps)
@@ -158,6 +161,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             bar.close()
         if own_evaluator:
             evaluator.close()
+        if hasattr(problem, "close"):
+            problem.close()
 
     summary = {"env": config.env, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
                else strategy.generation + 1, "stopped": state["finished"] or "generations",

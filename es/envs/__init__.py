@@ -28,7 +28,12 @@ KNOWN = {
     "pendulum": {"env_id": "Pendulum-v1", "hidden": [16],
                  "train": {"population": 64, "sigma": 0.1, "learning_rate": 0.05, "generations": 300,
                            "reward_goal": -200.0}},
-    "pong": {"env_id": "pong"},
+    # Pong: fitness is the game score within a capped episode (max_steps agent steps);
+    # evaluation plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
+    "pong": {"env_id": "pong", "hidden": [],
+             "train": {"population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
+                       "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0,
+                       "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 128}}},
 }
 
 
@@ -40,6 +45,8 @@ def resolve(name: str) -> tuple[str, dict]:
     """Short name or gymnasium id -> (short name or id, defaults). Unknown -> ESError."""
     if name in KNOWN:
         return name, KNOWN[name]
+    if name in ("ALE/Pong-v5", "Pong"):
+        return "pong", KNOWN["pong"]
     for short, entry in KNOWN.items():
         if entry["env_id"] == name:
             return short, entry
