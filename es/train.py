@@ -41,7 +41,9 @@ def make_problem_for(config: ESConfig):
         policy = config.extra.get("policy", "dense")
         spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6,
                                                                "hidden": list(config.hidden)}
-        return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128))
+        # With several worker processes, each steps its games on one thread.
+        return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128),
+                           threads=1 if config.workers > 1 else 0)
     from .envs import EnvProblem, resolve
     _, entry = resolve(config.env)
     return EnvProblem(entry["env_id"], config.hidden, config.max_steps)
@@ -52,6 +54,7 @@ def make_evaluator(config: ESConfig, problem):
         from .parallel import ParallelEvaluator
         return ParallelEvaluator(problem, workers=config.workers)
     return LocalEvaluator(problem)
+
 
 
 def _prepare_run_dir(run_dir: Path, resume: bool) -> None:

@@ -23,11 +23,13 @@ from .policy import make_pong_policy
 
 
 class PongProblem:
+    batched = True   # episodes share a vector env: one chunk per worker is best
+
     def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 128, threads: int = 0):
         self.policy_spec = dict(policy or {"type": "pong_dense", "band": 6, "hidden": []})
         self.policy = make_pong_policy(self.policy_spec)
         self.max_steps, self.num_envs, self.threads = int(max_steps), int(num_envs), int(threads)
-        self._vec = None
+        self._vecs: dict = {}
 
     @classmethod
     def from_spec(cls, spec: dict) -> "PongProblem":
@@ -49,10 +51,9 @@ class PongProblem:
         possible (65 episodes on 32 slots would leave one game playing alone for a round)."""
         rounds = -(-episodes // self.num_envs)
         n = -(-episodes // rounds)
-        if self._vec is None or self._vec.num_envs != n:
-            self.close()
-            self._vec = make_pong_vector(n, self.threads, repeat_action_probability=0.0)
-        return self._vec
+        if n not in self._vecs:   # building costs ~0.1 s per game: keep each size once made
+            self._vecs[n] = make_pong_vector(n, self.threads, repeat_action_probability=0.0)
+        return self._vecs[n]
 
     def run_episodes(self, params, rows, seeds):
         """One capped episode per ``(rows[k], seeds[k])``; returns (scores, agent steps)."""
@@ -164,6 +165,6 @@ class PongProblem:
         return frames
 
     def close(self):
-        if self._vec is not None:
-            self._vec.close()
-            self._vec = None
+        for env in self._vecs.values():
+            env.close()
+        self._vecs = {}

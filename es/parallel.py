@@ -1,0 +1,166 @@
+"""Milestone 2: evaluate a generation in parallel with joblib, bit-identical to one process.
+
+Workers are persistent loky processes (no new processes per generation). Each generation is
+cut into a few chunks per worker, aligned to the noise blocks of ``es.noise``; arrays go
+through joblib's shared-memory memmaps (``max_nbytes=0``), so the center parameters are
+written once per generation whatever the number of chunks. A worker rebuilds the problem
+from its JSON spec once, rebuilds its members' perturbations from ``(seed, generation,
+member)``, and sends back only returns and episode lengths.
+
+Why every job builds its own generators from the seeds it is given, and why the classic
+``np.random.seed()`` at the top of a job is not enough (``tests/test_parallel.py`` shows both):
+
+* No reseeding at all: processes forked from the master inherit its global NumPy state, so
+  every worker draws *the same* "random" noise and the population collapses to copies.
+* ``np.random.seed(job_id)`` makes workers differ, but a member's noise then depends on which
+  job evaluated it and in what order: change the number of workers or chunks and the run
+  changes. It also shares one global stream with every other library in the process.
+* Here a member's noise is a pure function of ``(run seed, generation, member)``: any worker
+  count, chunking, or completion order gives the same trajectory, bit for bit.
+
+Dispatch has a cost (~10 ms per generation with warm workers). When a generation is too
+small to pay for it (CartPole: a whole generation is ~25 ms of sequential steps in one
+batched process), the evaluator measures both ways on the first generations, says once what
+it chose, and stays in-process if that is faster; it re-checks every ``recheck`` generations.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+from .errors import ESError
+from .evaluators import GenerationResult, evaluate_members
+from .strategy import GenerationTask
+
+
+class EvaluationError(ESError):
+    """A member could not be evaluated (environment error, non-finite return)."""
+
+
+_PROBLEMS: dict = {}
+
+
+def _problem(key: str | None, problem):
+    """The worker's copy of the problem, built once per process."""
+    if key is None:
+        return problem
+    if key not in _PROBLEMS:
+        from .envs import make_problem
+        _PROBLEMS[key] = make_problem(json.loads(key))
+    return _PROBLEMS[key]
+
+
+def evaluate_chunk(key, problem, fields: dict, center, start: int, stop: int, seeds, center_seeds):
+    """Worker side: members ``[start, stop)`` (and the center if ``center_seeds``)."""
+    problem = _problem(key, problem)
+    task = GenerationTask(center=np.asarray(center, dtype=np.float32), **fields)
+    members = np.arange(start, stop)
+    try:
+        return evaluate_members(problem, task, members, seeds, center_seeds)
+    except Exception as exc:  # find the member that fails, so the message can name it
+        for m in members:
+            try:
+                evaluate_members(problem, task, [m], seeds)
+            except Exception as one:
+                raise EvaluationError(f"member {m} of generation {task.generation} (run seed {task.seed}, episode "
+                                      f"seeds {list(map(int, seeds))}) failed: {one.__class__.__name__}: {one}") from None
+        raise EvaluationError(f"generation {task.generation} (run seed {task.seed}) failed: "
+                              f"{exc.__class__.__name__}: {exc}") from None
+
+
+def chunk_bounds(population: int, chunks: int, align: int = 32) -> list[tuple[int, int]]:
+    """Contiguous chunks of whole antithetic pairs, aligned to noise blocks where possible."""
+    size = -(-population // chunks)
+    size = -(-size // align) * align if population >= align * chunks else size + size % 2
+    return [(a, min(a + size, population)) for a in range(0, population, size)]
+
+
+class ParallelEvaluator:
+    name = "joblib"
+
+    def __init__(self, problem, workers: int = 2, chunks_per_worker: int | None = None, adaptive: bool = True,
+                 recheck: int = 25, log=None):
+        from joblib import Parallel
+        if workers < 1:
+            raise ESError(f"--workers must be >= 1, got {workers}")
+        if chunks_per_worker is None:
+            # Batched problems balance their own episodes; loops gain from a few chunks each.
+            chunks_per_worker = 1 if getattr(problem, "batched", False) else 3
+        self.problem, self.workers, self.chunks_per_worker = problem, int(workers), int(chunks_per_worker)
+        self.adaptive, self.recheck = adaptive, int(recheck)
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        spec = problem.spec()
+        # Environments travel as a JSON spec and are rebuilt once per worker; a Python
+        # function problem travels as itself (loky pickles it; it never leaves this machine).
+        self._key = json.dumps(spec, sort_keys=True) if spec.get("kind") in ("env", "pong") else None
+        self._parallel = Parallel(n_jobs=self.workers, backend="loky", max_nbytes=0)
+        self._parallel.__enter__()
+        self._timing = {"local": None, "parallel": None}
+        self._generations = 0
+        self.mode = "parallel"
+        self._announced = None
+
+    def _choose(self) -> str:
+        if not self.adaptive:
+            return "parallel"
+        n = self._generations
+        if n == 0:
+            return "local"
+        if n == 1:
+            return "parallel"
+        if self.recheck and n % self.recheck == 0:   # workloads change: probe the other way
+            return "parallel" if self.mode == "local" else "local"
+        return self.mode
+
+    def evaluate(self, task: GenerationTask, seeds, center_seeds) -> GenerationResult:
+        how = self._choose()
+        t0 = time.perf_counter()
+        if how == "local":
+            r, l, cr, cl = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
+        else:
+            r, l, cr, cl = self._dispatch(task, seeds, center_seeds)
+        seconds = time.perf_counter() - t0
+        work = max(int(l.sum()) + cl, task.population)   # env steps, or members for function problems
+        self._timing[how] = seconds / work
+        self._generations += 1
+        if self.adaptive and None not in self._timing.values():
+            self._decide()
+        return GenerationResult(r, l, cr, cl)
+
+    def _decide(self):
+        """Take the faster way (per env step, both measured); say so when the choice changes."""
+        local, par = self._timing["local"], self._timing["parallel"]
+        self.mode = "parallel" if par < local else "local"
+        if self._announced != self.mode:
+            ratio = local / par
+            if self.mode == "local":
+                self.log(f"parallel: in-process evaluation is faster for this workload ({1e6 * local:.2f} us vs "
+                         f"{1e6 * par:.2f} us per env step with {self.workers} workers); staying in-process. "
+                         "A larger population or a heavier environment will use the workers.")
+            else:
+                self.log(f"parallel: {self.workers} workers are {ratio:.2f}x faster than in-process; using them")
+            self._announced = self.mode
+
+    def _dispatch(self, task: GenerationTask, seeds, center_seeds):
+        from joblib import delayed
+        fields = {"seed": task.seed, "generation": task.generation, "sigma": task.sigma,
+                  "antithetic": task.antithetic, "population": task.population}
+        seeds = [int(s) for s in seeds]
+        center_seeds = [int(s) for s in center_seeds] if center_seeds is not None else []
+        bounds = chunk_bounds(task.population, self.workers * self.chunks_per_worker)
+        problem = None if self._key is not None else self.problem
+        jobs = [delayed(evaluate_chunk)(self._key, problem, fields, task.center, a, b, seeds,
+                                        center_seeds if i == len(bounds) - 1 else None)
+                for i, (a, b) in enumerate(bounds)]
+        out = self._parallel(jobs)
+        returns = np.concatenate([o[0] for o in out])
+        lengths = np.concatenate([o[1] for o in out])
+        return returns, lengths, out[-1][2], out[-1][3]
+
+    def close(self):
+        if self._parallel is not None:
+            self._parallel.__exit__(None, None, None)
+            self._parallel = None
