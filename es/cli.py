@@ -70,8 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-envs", type=int, default=None, help="pong: games stepped at once by the vector env")
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
+    t.add_argument("--redis", nargs="?", const="embedded", default=None, metavar="URL",
+                   help="distribute over Redis: alone, start an embedded redis-server on loopback (random "
+                        "password) plus --workers local workers; with redis://:PASSWORD@HOST:PORT/DB (or "
+                        "rediss://), use that server and wait for workers started anywhere")
+    t.add_argument("--lease-seconds", type=float, default=10.0,
+                   help="redis: a chunk whose worker is silent this long is handed out again")
+    t.add_argument("--chunks", type=int, default=8, help="redis: chunks per generation")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print the summary as one JSON line at the end")
+
+    w = sub.add_parser("worker", help="evaluate chunks for a master through Redis")
+    w.add_argument("--redis", default=None, metavar="URL",
+                   help="redis://:PASSWORD@HOST:PORT/DB (default: $ES_REDIS_URL)")
+    w.add_argument("--processes", type=int, default=1, help="worker processes on this machine")
 
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
@@ -115,7 +127,10 @@ def cmd_train(args) -> int:
         config = config_for(args.env, **given)
         run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"run directory: {run_dir}", file=sys.stderr)
-    result = train(config, run_dir=run_dir, resume=args.resume is not None, progress=not args.no_progress)
+    if args.redis is not None:
+        result = _train_with_redis(args, config, run_dir)
+    else:
+        result = train(config, run_dir=run_dir, resume=args.resume is not None, progress=not args.no_progress)
     s = result.summary
     verdict = "SOLVED" if s.get("solved") else "not solved"
     print(f"{verdict}: center scored {s['eval_mean']:.1f} +- {s['eval_std']:.1f} over {s['eval_episodes']} episodes "
@@ -128,6 +143,67 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _train_with_redis(args, config, run_dir):
+    import os
+    import subprocess
+    from .distributed.master import RedisEvaluator
+    from .train import make_problem_for, train
+    if args.lease_seconds <= 0 or args.chunks < 1:
+        raise ESError("--lease-seconds must be > 0 and --chunks >= 1")
+    embedded = args.redis == "embedded"
+    local_workers = config.workers if (embedded or config.workers > 1) else 0
+    if embedded and local_workers < 2 and "workers" not in _given(args):
+        local_workers = config.workers = 2
+    server = None
+    procs = []
+    try:
+        if embedded:
+            from .distributed.server import EmbeddedRedis
+            server = EmbeddedRedis().start()
+            url = server.url
+            print(f"redis: embedded redis-server on 127.0.0.1:{server.port} (password protected)", file=sys.stderr)
+        else:
+            url = args.redis
+        problem = make_problem_for(config)
+        evaluator = RedisEvaluator(problem, url, chunks=args.chunks, lease_seconds=args.lease_seconds)
+        env = {**os.environ, "ES_REDIS_URL": url}
+        procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env=env, stderr=subprocess.DEVNULL)
+                 for _ in range(local_workers)]
+        if local_workers:
+            print(f"redis: started {local_workers} local workers", file=sys.stderr)
+        return train(config, problem, run_dir=run_dir, resume=args.resume is not None, evaluator=evaluator,
+                     progress=not args.no_progress)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if server is not None:
+            server.stop()
+
+
+def _given(args) -> set:
+    return {k for k in ("workers",) if getattr(args, k, None) is not None}
+
+
+def cmd_worker(args) -> int:
+    import os
+    from .distributed.worker import run_workers
+    url = args.redis or os.environ.get("ES_REDIS_URL")
+    if not url:
+        raise ESError("name the Redis server: python -m es worker --redis redis://:PASSWORD@HOST:PORT/0 "
+                      "(or set ES_REDIS_URL)")
+    if args.processes < 1:
+        raise ESError(f"--processes must be >= 1, got {args.processes}")
+    try:
+        return run_workers(url, args.processes)
+    except KeyboardInterrupt:
+        return 0
+
+
 def cmd_eval(args) -> int:
     from .play import evaluate_checkpoint
     out = evaluate_checkpoint(args.checkpoint, episodes=args.episodes, seed=args.seed, gif=args.gif,
@@ -137,7 +213,7 @@ def cmd_eval(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "eval": cmd_eval}
+COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker}
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,6 +19,7 @@ class GenerationResult:
     lengths: np.ndarray        # (population,) env steps each member used
     center_return: float       # mean return of the unperturbed center
     center_length: int
+    info: dict = field(default_factory=dict)   # evaluator-specific facts for the log
 
 
 def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds=None):

@@ -141,7 +141,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             row = {"generation": g, "center_return": res.center_return,
                    "pop_mean": float(res.returns.mean()), "pop_max": float(res.returns.max()),
                    "pop_min": float(res.returns.min()), "pop_std": float(res.returns.std()),
-                   "center_rank": _center_rank(res.center_return, res.returns), **info,
+                   "center_rank": _center_rank(res.center_return, res.returns), **info, **res.info,
                    "env_steps": state["env_steps"], "gen_env_steps": gen_steps}
             if state["finished"] is None and strategy.generation >= config.generations:
                 state["finished"] = "generations"
