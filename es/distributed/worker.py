@@ -20,6 +20,12 @@ from .connection import RedisLink, where
 
 
 def run_worker(url: str, max_jobs: int | None = None, log=None) -> int:
+    from ..train import one_blas_thread
+    with one_blas_thread():
+        return _run_worker(url, max_jobs, log)
+
+
+def _run_worker(url: str, max_jobs: int | None = None, log=None) -> int:
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     from ..envs import make_problem
     link = RedisLink(url, max_outage=None, log=log)
@@ -84,6 +90,8 @@ def run_workers(url: str, processes: int) -> int:
     """K worker processes (each one core's worth of work); Ctrl-C stops them all."""
     if processes <= 1:
         return run_worker(url)
+    # SIGTERM must run the clean-up below, or the children outlive us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     env = {**os.environ, "ES_REDIS_URL": url}   # not on the command line, where ps shows it
     procs = [subprocess.Popen([sys.executable, "-m", "es", "worker", "--processes", "1"], env=env)
              for _ in range(processes)]
