@@ -14,9 +14,9 @@ from ..errors import ESError
 KNOWN = {
     # CartPole: a linear policy, a large population (a generation costs its longest episode,
     # not its size) and z-score shaping (returns are bounded, and 500 vs 60 is information
-    # that centered ranks would flatten). Chosen by a sweep over 10 seeds: benchmarks/cartpole.py.
+    # that centered ranks would flatten). Chosen by sweeps over 10 and 20 seeds (20/20 solved).
     "cartpole": {"env_id": "CartPole-v1", "hidden": [],
-                 "train": {"population": 256, "sigma": 0.3, "learning_rate": 0.3, "optimizer": "sgd",
+                 "train": {"population": 256, "sigma": 0.2, "learning_rate": 0.3, "optimizer": "sgd",
                            "momentum": 0.0, "shaping": "z_score", "generations": 100,
                            # Stop when the center scores a perfect 500 on 16 check episodes; a
                            # 475 stop on 4 episodes passed the 20-seed test on only 18/20 seeds.
