@@ -172,3 +172,32 @@ def test_payload_round_trip_and_size():
     res = P.decode_result(raw)
     assert res["generation"] == 3 and res["first"] == 32 and res["center"] == (1.5, 7)
     assert np.array_equal(res["returns"], np.arange(32.0))
+
+
+def test_redis_restart_mid_run_is_survived(tmp_path):
+    """The server dies and comes back empty on the same port: both sides retry, the master
+    publishes its generation again, and the run ends where a single process ends."""
+    cfg = config(population=512, episodes_per_member=4, generations=6)
+    reference = es.train(cfg, final_eval=False)
+    server = EmbeddedRedis().start()
+    procs = start_workers(server.url, 2)
+    logs, out = [], {}
+    master = threading.Thread(target=lambda: out.update(res=run_master(server.url, cfg, chunks=4, lease=1.0,
+                                                                       log=logs.append)))
+    master.start()
+    try:
+        import redis
+        r = redis.Redis.from_url(server.url)
+        deadline = time.time() + 60
+        while time.time() < deadline and int(r.hget(P.TASK, "generation") or 0) < 2:
+            time.sleep(0.01)
+        server.stop()
+        time.sleep(1.0)
+        server = EmbeddedRedis(port=server.port, password=server.password).start()
+        master.join(180)
+    finally:
+        stop(procs)
+        server.stop()
+    assert not master.is_alive() and "res" in out, logs
+    assert np.array_equal(out["res"].center, reference.center)
+    assert any("retrying with backoff" in m for m in logs)

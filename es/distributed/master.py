@@ -55,6 +55,8 @@ class RedisEvaluator:
         done: set = set()
         center = None
         workers: set = set()
+        self._publish = lambda: call(r.transaction, publish)
+        self._generation = g
         requeued, last_check, last_news, waited_since = 0, 0.0, time.monotonic(), time.monotonic()
         while len(done) < len(jobs):
             item = call(r.blpop, P.RESULTS, timeout=0.5)
@@ -105,6 +107,17 @@ class RedisEvaluator:
         pending = [j for j in jobs if j not in done]
         if not pending:
             return 0
+        current = call(r.hget, P.TASK, "generation")
+        if current is None or int(current) != self._generation:
+            # The server lost its data (a restart without persistence): publish again.
+            self.log(f"redis: the task record of generation {self._generation} is gone; publishing it again")
+            self._publish()
+            now = self.link.server_time()
+            for jid in pending:
+                queued_at[jid] = now
+            call(r.delete, P.JOBS)
+            call(r.rpush, P.JOBS, *[jobs[j] for j in pending])
+            return len(pending)
         now = self.link.server_time()
         leases = call(r.hgetall, P.LEASES)
         queued = set(call(r.lrange, P.JOBS, 0, -1))
