@@ -85,6 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="redis://:PASSWORD@HOST:PORT/DB (default: $ES_REDIS_URL)")
     w.add_argument("--processes", type=int, default=1, help="worker processes on this machine")
 
+    nbp = sub.add_parser("notebooks", help="build notebooks/ and solutions/ from course/")
+    nbp.add_argument("--check", action="store_true", help="exit 1 if the committed notebooks are out of date")
+
+    g = sub.add_parser("grade", help="grade submitted notebooks")
+    g.add_argument("submissions", nargs="+", type=Path)
+    g.add_argument("--json", action="store_true", help="one JSON object per submission")
+    g.add_argument("--cell-timeout", type=int, default=900, help="seconds per notebook cell")
+    g.add_argument("--check-timeout", type=int, default=600, help="seconds per check")
+
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
     e.add_argument("--episodes", type=int, default=20)
@@ -213,7 +222,19 @@ def cmd_eval(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker}
+def cmd_notebooks(args) -> int:
+    from .course.build import build
+    return build(check=args.check)
+
+
+def cmd_grade(args) -> int:
+    from .course.grade import main as grade_main
+    return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
+                      check_timeout=args.check_timeout)
+
+
+COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker, "notebooks": cmd_notebooks,
+            "grade": cmd_grade}
 
 
 def main(argv=None) -> int:
