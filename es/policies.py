@@ -11,6 +11,22 @@ import numpy as np
 from .noise import INIT, rng_for
 
 
+def split_layers(params: np.ndarray, shapes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(rows, num_params)`` -> per layer ``(W (rows, in, out), b (rows, 1, out))``, for layer
+    shapes ``[(in, out), ...]`` laid out as W then b, layer after layer."""
+    params = np.asarray(params, dtype=np.float32)
+    num_params = sum(a * b + b for a, b in shapes)
+    if params.ndim != 2 or params.shape[1] != num_params:
+        raise ValueError(f"expected parameters of shape (rows, {num_params}), got {params.shape}")
+    layers, i = [], 0
+    for a, b in shapes:
+        w = params[:, i:i + a * b].reshape(-1, a, b)
+        i += a * b
+        layers.append((np.ascontiguousarray(w), np.ascontiguousarray(params[:, None, i:i + b])))
+        i += b
+    return layers
+
+
 class MLPPolicy:
     """Fully connected tanh network. Discrete actions: argmax of the logits. Continuous
     actions: tanh output scaled to ``[low, high]``.
@@ -47,17 +63,7 @@ class MLPPolicy:
         return np.concatenate(parts).astype(np.float32)
 
     def unflatten(self, params: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``(rows, num_params)`` -> per layer ``(W (rows, in, out), b (rows, 1, out))``."""
-        params = np.asarray(params, dtype=np.float32)
-        if params.ndim != 2 or params.shape[1] != self.num_params:
-            raise ValueError(f"expected parameters of shape (rows, {self.num_params}), got {params.shape}")
-        layers, i = [], 0
-        for a, b in self.shapes:
-            w = params[:, i:i + a * b].reshape(-1, a, b)
-            i += a * b
-            layers.append((np.ascontiguousarray(w), np.ascontiguousarray(params[:, None, i:i + b])))
-            i += b
-        return layers
+        return split_layers(params, self.shapes)
 
     def forward(self, layers, obs: np.ndarray) -> np.ndarray:
         """Actions for ``obs (rows, obs_dim)``, row ``r`` using the weights of row ``r``."""

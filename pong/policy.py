@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from es.noise import INIT, rng_for
-from es.policies import MLPPolicy
+from es.policies import MLPPolicy, split_layers
 
 BACKGROUND = np.load(Path(__file__).with_name("background.npy")).astype(np.float32)  # (42, 42)
 N_ACTIONS = 3
@@ -106,16 +106,7 @@ class PongConvPolicy:
         return np.concatenate(parts).astype(np.float32)
 
     def unflatten(self, params):
-        params = np.asarray(params, dtype=np.float32)
-        if params.ndim != 2 or params.shape[1] != self.num_params:
-            raise ValueError(f"expected parameters of shape (rows, {self.num_params}), got {params.shape}")
-        out, i = [], 0
-        for a, b in self.shapes:
-            w = params[:, i:i + a * b].reshape(-1, a, b)
-            i += a * b
-            out.append((w, params[:, None, i:i + b]))
-            i += b
-        return out
+        return split_layers(params, self.shapes)
 
     def forward(self, layers, obs) -> np.ndarray:
         x = _centered(obs).transpose(0, 2, 3, 1)           # (rows, 42, 42, 4)
