@@ -2,6 +2,7 @@
 per check), planted student mistakes (each loses exactly its check's points), and a grader
 that survives hanging checks and broken files."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,19 @@ def test_committed_notebooks_are_what_the_build_writes():
     out = subprocess.run([sys.executable, "-m", "es", "notebooks", "--check"], capture_output=True, text=True,
                          cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_kernel_started_in_notebooks_imports_this_checkout():
+    """Jupyter starts a notebook's kernel in the notebook's folder, where `es` is not on the path:
+    it must come from `pip install -r requirements.txt` (an editable install of this checkout)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", "import es, pong; print(es.__file__); print(pong.__file__)"],
+                         capture_output=True, text=True, cwd=ROOT / "notebooks", env=env)
+    assert out.returncode == 0, ("`import es` fails in notebooks/: run `pip install -r requirements.txt` from the "
+                                 "repository root (it installs this checkout with `-e .`)\n" + out.stderr)
+    assert [Path(f).resolve().parent.parent for f in out.stdout.split()] == [ROOT, ROOT], (
+        f"`import es` in notebooks/ finds another checkout: {out.stdout.split()}; "
+        "run `pip install -r requirements.txt` in this one")
 
 
 def test_student_notebooks_are_valid_python_with_banners():
