@@ -1,4 +1,4 @@
-"""``python -m es``: train, evaluate, and (as the course grows) run workers, build notebooks, grade.
+"""``python -m es``: train, evaluate, run Redis workers, build the notebooks, grade submissions.
 
 Bad input exits with status 2 and one line on stderr that says what is wrong.
 """

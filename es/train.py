@@ -69,7 +69,6 @@ def make_evaluator(config: ESConfig, problem):
     return LocalEvaluator(problem)
 
 
-
 def _prepare_run_dir(run_dir: Path, resume: bool) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
