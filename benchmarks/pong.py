@@ -1,6 +1,8 @@
 """Pong throughput: env steps/s of a full ES generation (population 64 + the center, 1000-step
 episodes, the training defaults) against the bare vector environment stepping the same
-number of games with a constant action, in the same run. Prints one JSON line.
+number of games with a constant action, in the same run; also the time per observation of
+the dense and the conv policy's batched forward pass (one observation for each of 128
+members, as in a training step). Prints one JSON line.
 
     python benchmarks/pong.py [--num-envs 128] [--sigma 0.05]
 """
@@ -19,6 +21,7 @@ from es.optimizers import Adam  # noqa: E402
 from es.strategy import OpenES  # noqa: E402
 from es.train import one_blas_thread  # noqa: E402
 from pong.env import make_pong_vector  # noqa: E402
+from pong.policy import PongConvPolicy, PongDensePolicy  # noqa: E402
 from pong.problem import PongProblem  # noqa: E402
 
 
@@ -33,6 +36,19 @@ def bare(num_envs: int, seconds: float = 10.0) -> float:
     rate = steps / (time.perf_counter() - t0)
     env.close()
     return rate
+
+
+def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> float:
+    """Microseconds per (member, observation) row of one batched forward pass."""
+    rng = np.random.default_rng(0)
+    params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
+    layers = policy.unflatten(params)
+    obs = rng.integers(0, 256, (rows, 4, 42, 42), dtype=np.uint8)
+    policy.forward(layers, obs)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        policy.forward(layers, obs)
+    return (time.perf_counter() - t0) / (repeats * rows) * 1e6
 
 
 def main():
@@ -63,11 +79,14 @@ def main():
         problem.close()
         es_rate = steps / seconds
         bare_rate = bare(slots)
+        dense, conv = PongDensePolicy(), PongConvPolicy()
+        forward = {"dense_params": dense.num_params, "dense_us_per_observation": policy_us_per_observation(dense),
+                   "conv_params": conv.num_params, "conv_us_per_observation": policy_us_per_observation(conv)}
     print(json.dumps({"benchmark": "pong", "population": args.population, "slots": slots,
                       "es_steps_per_s": es_rate, "bare_steps_per_s": bare_rate, "ratio_vs_bare": es_rate / bare_rate,
                       "seconds_per_generation": seconds / args.generations,
                       "mean_episode_steps": steps / (args.generations * (args.population + 1)),
-                      "start": args.checkpoint or "fresh policy"}))
+                      "start": args.checkpoint or "fresh policy", **forward}))
 
 
 if __name__ == "__main__":
