@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-envs", type=int, default=None, help="pong: games stepped at once by the vector env")
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
+    t.add_argument("--init", type=Path, default=None, metavar="CHECKPOINT",
+                   help="start from these parameters (a checkpoint, run directory or shipped agent) with a fresh "
+                        "optimizer, e.g. to go on with longer episodes")
     t.add_argument("--redis", nargs="?", const="embedded", default=None, metavar="URL",
                    help="distribute over Redis: alone, start an embedded redis-server on loopback (random "
                         "password) plus --workers local workers; with redis://:PASSWORD@HOST:PORT/DB (or "
@@ -113,6 +116,8 @@ def cmd_train(args) -> int:
     if args.policy is not None or args.num_envs is not None:
         given["extra"] = {"policy": args.policy, "num_envs": args.num_envs}
     if args.resume is not None:
+        if args.init is not None:
+            raise ESError("--init starts a new run from a checkpoint; --resume continues one (pick one)")
         if args.out is not None and args.out != args.resume:
             raise ESError("--out and --resume name different directories; --resume continues the run where it is")
         config = load_run_config(args.resume)
@@ -133,7 +138,7 @@ def cmd_train(args) -> int:
     else:
         if args.env is None:
             raise ESError("name an environment (e.g. python -m es train cartpole) or --resume a run directory")
-        config = config_for(args.env, **given)
+        config = config_for(args.env, **given, init=str(args.init) if args.init is not None else None)
         run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"run directory: {run_dir}", file=sys.stderr)
     if args.redis is not None:

@@ -32,6 +32,8 @@ class ESConfig:
     eval_episodes: int = 20
     eval_seed: int = 1000
     workers: int = 1
+    init: str | None = None          # start from this checkpoint's parameters (fine-tuning)
+    init_sha256: str | None = None   # of those parameters' bytes, recorded when the run starts
     extra: dict = field(default_factory=dict)   # problem-specific settings (e.g. Pong's)
 
     def to_dict(self) -> dict:

@@ -9,6 +9,7 @@ resumed run is bit-identical to one that never stopped.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -69,6 +70,22 @@ def make_evaluator(config: ESConfig, problem):
     return LocalEvaluator(problem)
 
 
+def _initial_center(config: ESConfig, problem, resume: bool) -> np.ndarray:
+    """The problem's seeded initialisation, or the parameters of ``config.init`` (a checkpoint or
+    shipped agent) for a run that fine-tunes, e.g. with longer episodes. Its hash is recorded
+    in the config, so the run stays reproducible from what is written down."""
+    if config.init is None or resume:   # a resumed run takes its center from its own checkpoint
+        return problem.initial_params(config.seed)
+    center = load_checkpoint(config.init)[0]
+    if center.size != problem.num_params:
+        raise ESError(f"--init {config.init} has {center.size} parameters, this run's policy needs {problem.num_params}")
+    digest = hashlib.sha256(center.tobytes()).hexdigest()
+    if config.init_sha256 is not None and config.init_sha256 != digest:
+        raise ESError(f"--init {config.init} is not the file this config was made with (sha256 differs)")
+    config.init_sha256 = digest
+    return center
+
+
 def _prepare_run_dir(run_dir: Path, resume: bool) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +126,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     problem = problem if problem is not None else make_problem_for(config)
     optimizer = make_optimizer(config.optimizer, problem.num_params, config.learning_rate,
                                config.momentum, config.weight_decay)
-    strategy = OpenES(problem.initial_params(config.seed), optimizer, population=config.population,
+    strategy = OpenES(_initial_center(config, problem, resume), optimizer, population=config.population,
                       sigma=config.sigma, seed=config.seed, antithetic=config.antithetic,
                       shaping=SHAPINGS[config.shaping])
     state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}

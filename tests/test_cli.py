@@ -130,3 +130,33 @@ def test_help_lists_environments():
     assert out.returncode == 0
     for name in ("cartpole", "acrobot", "pendulum", "pong", "gymnasium id"):
         assert name in out.stdout
+
+
+def test_init_starts_a_new_run_from_a_checkpoint(tmp_path, capsys):
+    from es.checkpoint import load_checkpoint
+    code, _, _ = run_main(capsys, "train", "cartpole", "--out", str(tmp_path / "a"), "--no-progress")
+    assert code == 0
+    start = load_checkpoint(tmp_path / "a")[0]
+    # A solved center meets the goal at generation 0, so the new run stops with it unchanged.
+    code, out, _ = run_main(capsys, "train", "cartpole", "--init", str(tmp_path / "a"), "--max-steps", "400",
+                            "--reward-goal", "400", "--solve-threshold", "400", "--out", str(tmp_path / "b"),
+                            "--no-progress")
+    assert code == 0 and "SOLVED" in out
+    center, meta, _ = load_checkpoint(tmp_path / "b")
+    assert np.array_equal(center, start) and meta["generation"] == 0
+    config = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert config["init"] == str(tmp_path / "a") and len(config["init_sha256"]) == 64
+    # resuming it does not reload --init
+    code, _, _ = run_main(capsys, "train", "--resume", str(tmp_path / "b"), "--generations", "3", "--no-progress")
+    assert code == 0
+
+
+def test_init_errors(tmp_path, capsys):
+    agent = ROOT / "pong" / "agent.npz"
+    code, _, err = run_main(capsys, "train", "cartpole", "--init", str(agent), "--out", str(tmp_path / "c"))
+    assert_one_line_error(code, err, "parameters, this run's policy needs 10")
+    code, _, err = run_main(capsys, "train", "--resume", str(tmp_path / "c"), "--init", str(agent))
+    assert_one_line_error(code, err, "--init starts a new run")
+    code, _, err = run_main(capsys, "train", "cartpole", "--init", str(tmp_path / "nothing.npz"),
+                            "--out", str(tmp_path / "d"))
+    assert_one_line_error(code, err, "checkpoint not found")
