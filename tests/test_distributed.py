@@ -72,6 +72,7 @@ def test_kill_minus_nine_of_a_worker_mid_generation(server):
     cfg = config(population=512, episodes_per_member=4, generations=3)
     reference = es.train(cfg, final_eval=False)
     procs = start_workers(server.url, 2)
+    process_of = {p.stderr.readline().split()[1]: p for p in procs}   # each worker prints its id first
     import redis
     r = redis.Redis.from_url(server.url)
     logs = []
@@ -80,18 +81,20 @@ def test_kill_minus_nine_of_a_worker_mid_generation(server):
                                                                        log=logs.append)))
     master.start()
     try:
+        # Freeze a worker that holds a lease, then check it still holds it: the result push and
+        # the lease removal are one transaction, so its chunk is unfinished and must be requeued.
         deadline, victim = time.time() + 60, None
         while victim is None and time.time() < deadline:
-            for value in r.hvals(P.LEASES):
-                victim = json.loads(value)["w"]
-                break
-        assert victim, "no worker ever took a chunk"
-        # Which process is it? Each worker prints its id on start.
-        pids = {}
-        for p in procs:
-            line = p.stderr.readline()
-            pids[line.split()[1]] = p
-        os.kill(pids[victim].pid, signal.SIGKILL)
+            for jid, value in r.hgetall(P.LEASES).items():
+                holder = process_of[json.loads(value)["w"]]
+                os.kill(holder.pid, signal.SIGSTOP)
+                still = r.hget(P.LEASES, jid)
+                if still is not None and json.loads(still)["w"] == json.loads(value)["w"]:
+                    victim = holder
+                    break
+                os.kill(holder.pid, signal.SIGCONT)
+        assert victim, "no worker was ever caught holding a chunk"
+        os.kill(victim.pid, signal.SIGKILL)
         master.join(120)
     finally:
         stop(procs)

@@ -80,8 +80,9 @@ def _run_worker(url: str, max_jobs: int | None = None, log=None) -> int:
         finally:
             stop.set()
             beat.join()
-        call(r.rpush, P.RESULTS, payload)
-        call(r.hdel, P.LEASES, jid)
+        # One transaction: a lease in the hash always means "no result yet" (a retry after a
+        # lost reply may push a duplicate, which the master drops).
+        call(lambda: r.pipeline(transaction=True).rpush(P.RESULTS, payload).hdel(P.LEASES, jid).execute())
         jobs_done += 1
     return 0
 
