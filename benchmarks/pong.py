@@ -1,16 +1,24 @@
-"""Pong throughput: env steps/s of a full ES generation (population 64 + the center, 1000-step
+"""Pong throughput: env steps/s of full ES generations (population 64 + the center, 1000-step
 episodes, the training defaults) against the bare vector environment stepping the same
 number of games with a constant action, in the same run; also the time per observation of
 the dense and the conv policy's batched forward pass (one observation for each of 128
 members, as in a training step). Prints one JSON line.
 
-    python benchmarks/pong.py [--num-envs 128] [--sigma 0.05]
+Two starting points are measured: the shipped agent (``ratio_vs_bare``; its games run to
+the 1000-step cap, as in 370 of the 387 generations of the shipped run) and a fresh policy
+(``fresh_ratio_vs_bare``; generation 0, where games end after 820 steps on average). All
+games of a generation share one synchronous vector env, so a slot whose game has ended
+idles until the longest one ends: a fresh policy cannot do better than mean/max episode
+length (``fresh_ceiling``).
+
+    python benchmarks/pong.py [--num-envs 128] [--checkpoint pong/agent.npz]
 """
 import _common  # noqa: F401
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -23,6 +31,8 @@ from es.train import one_blas_thread  # noqa: E402
 from pong.env import make_pong_vector  # noqa: E402
 from pong.policy import PongConvPolicy, PongDensePolicy  # noqa: E402
 from pong.problem import PongProblem  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bare(num_envs: int, seconds: float = 10.0) -> float:
@@ -51,42 +61,56 @@ def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> flo
     return (time.perf_counter() - t0) / (repeats * rows) * 1e6
 
 
+def es_generations(problem, center, population: int, generations: int):
+    """(env steps, seconds, longest episode) of ``generations`` ES generations from ``center``."""
+    strategy = OpenES(center, Adam(problem.num_params, 0.01), population=population, sigma=0.05, seed=0)
+    evaluator = LocalEvaluator(problem)
+    steps, seconds, longest = 0, 0.0, 0
+    for g in range(generations):
+        seeds = noise.episode_seeds(0, g + 1, 1)
+        t0 = time.perf_counter()
+        res = evaluator.evaluate(strategy.ask(), seeds, seeds)
+        strategy.tell(res.returns)
+        seconds += time.perf_counter() - t0
+        steps += int(res.lengths.sum()) + res.center_length
+        longest = max(longest, int(res.lengths.max()), res.center_length)
+    return steps, seconds, longest
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--num-envs", type=int, default=128)
     ap.add_argument("--population", type=int, default=64)
-    ap.add_argument("--checkpoint", default=None, help="start from these parameters (default: a fresh policy)")
+    ap.add_argument("--checkpoint", default=str(ROOT / "pong" / "agent.npz"),
+                    help="the trained parameters to measure (default: the shipped agent)")
     ap.add_argument("--generations", type=int, default=2)
     args = ap.parse_args()
     with one_blas_thread():
         problem = PongProblem(num_envs=args.num_envs)
-        center = problem.initial_params(0)
-        if args.checkpoint:
-            center = es.checkpoint.load_checkpoint(args.checkpoint)[0]
-        strategy = OpenES(center, Adam(problem.num_params, 0.01), population=args.population, sigma=0.05, seed=0)
-        evaluator = LocalEvaluator(problem)
         seeds = noise.episode_seeds(0, 0, 1)
-        evaluator.evaluate(strategy.ask(), seeds, seeds)      # builds the vector env
+        LocalEvaluator(problem).evaluate(OpenES(problem.initial_params(0), Adam(problem.num_params, 0.01),
+                                                population=args.population, sigma=0.05, seed=0).ask(),
+                                         seeds, seeds)      # builds the vector env
         slots = next(iter(problem._vecs))
-        steps, seconds = 0, 0.0
-        for g in range(args.generations):
-            seeds = noise.episode_seeds(0, g + 1, 1)
-            t0 = time.perf_counter()
-            res = evaluator.evaluate(strategy.ask(), seeds, seeds)
-            strategy.tell(res.returns)
-            seconds += time.perf_counter() - t0
-            steps += int(res.lengths.sum()) + res.center_length
+        trained = es.checkpoint.load_checkpoint(args.checkpoint)[0]
+        t_steps, t_seconds, _ = es_generations(problem, trained, args.population, args.generations)
+        f_steps, f_seconds, f_longest = es_generations(problem, problem.initial_params(0), args.population,
+                                                       args.generations)
         problem.close()
-        es_rate = steps / seconds
         bare_rate = bare(slots)
         dense, conv = PongDensePolicy(), PongConvPolicy()
         forward = {"dense_params": dense.num_params, "dense_us_per_observation": policy_us_per_observation(dense),
                    "conv_params": conv.num_params, "conv_us_per_observation": policy_us_per_observation(conv)}
+    episodes = args.generations * (args.population + 1)
     print(json.dumps({"benchmark": "pong", "population": args.population, "slots": slots,
-                      "es_steps_per_s": es_rate, "bare_steps_per_s": bare_rate, "ratio_vs_bare": es_rate / bare_rate,
-                      "seconds_per_generation": seconds / args.generations,
-                      "mean_episode_steps": steps / (args.generations * (args.population + 1)),
-                      "start": args.checkpoint or "fresh policy", **forward}))
+                      "checkpoint": args.checkpoint, "bare_steps_per_s": bare_rate,
+                      "es_steps_per_s": t_steps / t_seconds, "ratio_vs_bare": t_steps / t_seconds / bare_rate,
+                      "seconds_per_generation": t_seconds / args.generations,
+                      "mean_episode_steps": t_steps / episodes,
+                      "fresh_es_steps_per_s": f_steps / f_seconds,
+                      "fresh_ratio_vs_bare": f_steps / f_seconds / bare_rate,
+                      "fresh_mean_episode_steps": f_steps / episodes,
+                      "fresh_ceiling": f_steps / episodes / f_longest, **forward}))
 
 
 if __name__ == "__main__":
