@@ -13,7 +13,8 @@ key            type    contents
 ``es:jobs``    list    chunk jobs, JSON ``{"g": generation, "a": first, "b": end,
                        "c": 1 if the chunk also plays the center}``
 ``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "t": redis TIME}``, renewed by
-                       a heartbeat while the worker evaluates the chunk
+                       a heartbeat while the worker evaluates the chunk; removed in
+                       the same MULTI/EXEC that pushes the result
 ``es:results`` list    binary results (below), one per chunk
 =============  ======  ==============================================================
 
