@@ -17,8 +17,8 @@ members, one generator per pair costs 3.0 ms at CartPole's 10 parameters and 15 
 3.5k, one generator per block of 16 pairs 0.36 ms and 7.6 ms (8x and 2x less; building a
 seeded generator is most of the per-pair cost). OpenAI's starter instead shares a 1 GB noise
 table that every host regenerates from seed 123 (minutes of start-up and 1 GB per host);
-blocks cost nothing up front and their memory is bounded by the block. A worker evaluating members ``[a, b)``
-regenerates at most two blocks it does not fully use.
+blocks cost nothing up front and their memory is bounded by the block. A worker evaluating
+members ``[a, b)`` regenerates at most two blocks it does not fully use.
 
 The global ``np.random`` state is never touched.
 """
