@@ -215,12 +215,14 @@ def result_codec(encode_result, decode_result):
 
 @_register("chunks_to_requeue", "M3", 3, "03_redis")
 def chunks_to_requeue(fn):
-    """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks."""
+    """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
+    es.distributed.master.chunks_to_requeue (the master's own rule)."""
+    from .distributed.master import chunks_to_requeue as ref
     queued_at = {"a": 0.0, "b": 0.0, "c": 0.0, "d": 9.5, "e": 0.0}
     in_queue = {"c"}
     leases = {"a": 9.0, "b": 2.0}       # last heartbeat
-    got = set(fn(queued_at, in_queue, leases, 10.0, 5.0))
-    want = {"b", "e"}
+    got = set(fn(dict(queued_at), set(in_queue), dict(leases), 10.0, 5.0))
+    want = ref(queued_at, in_queue, leases, 10.0, 5.0)
     if got == want:
         return
     if "c" in got:

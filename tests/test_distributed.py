@@ -177,6 +177,17 @@ def test_payload_round_trip_and_size():
     assert np.array_equal(res["returns"], np.arange(32.0))
 
 
+def test_requeue_rule():
+    """Requeue a pending chunk that is not in the queue, was queued a lease ago or more, and has
+    had no heartbeat for a lease or more (the rule the course's check grades against)."""
+    from es.distributed.master import chunks_to_requeue
+    queued_at = {"alive": 0.0, "dead": 0.0, "in_queue": 0.0, "just_queued": 9.5, "never_taken": 0.0,
+                 "at_the_limit": 5.0}
+    leases = {"alive": 9.0, "dead": 2.0, "at_the_limit": 5.0}
+    got = chunks_to_requeue(queued_at, {"in_queue"}, leases, 10.0, 5.0)
+    assert got == {"dead", "never_taken", "at_the_limit"}
+
+
 def test_redis_restart_mid_run_is_survived(tmp_path):
     """The server dies and comes back empty on the same port: both sides retry, the master
     publishes its generation again, and the run ends where a single process ends."""

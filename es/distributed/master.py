@@ -14,6 +14,14 @@ from . import protocol as P
 from .connection import RedisLink
 
 
+def chunks_to_requeue(queued_at: dict, in_queue: set, leases: dict, now: float, lease_seconds: float) -> set:
+    """The pending chunks to hand out again: not waiting in the queue, queued at least
+    ``lease_seconds`` ago (a worker may have popped it and not written its lease yet), and with
+    no heartbeat (``leases``: chunk -> last heartbeat time) in the last ``lease_seconds``."""
+    return {c for c, t in queued_at.items()
+            if c not in in_queue and now - t >= lease_seconds and now - leases.get(c, -np.inf) >= lease_seconds}
+
+
 class RedisEvaluator:
     name = "redis"
 
@@ -40,13 +48,7 @@ class RedisEvaluator:
                 for i, (a, b) in enumerate(bounds)}
         record = P.encode_task(task, self.spec, seeds, center_seeds)
         record["lease_seconds"] = repr(self.lease_seconds)
-
-        def publish(pipe):
-            pipe.multi()
-            pipe.delete(P.JOBS, P.LEASES)
-            pipe.hset(P.TASK, mapping=record)
-            pipe.rpush(P.JOBS, *jobs.values())
-        call(r.transaction, publish)
+        self._publish(record, jobs.values())
         now = self.link.server_time()
         queued_at = dict.fromkeys(jobs, now)
         chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}
@@ -55,8 +57,6 @@ class RedisEvaluator:
         done: set = set()
         center = None
         workers: set = set()
-        self._publish = lambda: call(r.transaction, publish)
-        self._generation = g
         requeued, last_check, last_news, waited_since = 0, 0.0, time.monotonic(), time.monotonic()
         while len(done) < len(jobs):
             item = call(r.blpop, P.RESULTS, timeout=0.5)
@@ -92,7 +92,7 @@ class RedisEvaluator:
                 last_news = time.monotonic()
             if time.monotonic() - last_check > min(1.0, self.lease_seconds / 4):
                 last_check = time.monotonic()
-                requeued += self._requeue_expired(jobs, done, queued_at)
+                requeued += self._requeue_expired(g, record, jobs, done, queued_at)
             if time.monotonic() - last_news > 30 and time.monotonic() - waited_since > 30:
                 waited_since = time.monotonic()
                 leases = call(r.hlen, P.LEASES)
@@ -102,42 +102,47 @@ class RedisEvaluator:
         self.dropped = 0
         return GenerationResult(returns, lengths, center[0] if center else None, center[1] if center else 0, info)
 
-    def _requeue_expired(self, jobs, done, queued_at) -> int:
+    def _publish(self, record: dict, job_values) -> None:
+        """The task record and its jobs in one MULTI/EXEC, with no jobs or leases left over."""
+        def write(pipe):
+            pipe.multi()
+            pipe.delete(P.JOBS, P.LEASES)
+            pipe.hset(P.TASK, mapping=record)
+            pipe.rpush(P.JOBS, *job_values)
+        self.link.call(self.link.client.transaction, write)
+
+    def _requeue_expired(self, g, record, jobs, done, queued_at) -> int:
         r, call = self.link.client, self.link.call
         pending = [j for j in jobs if j not in done]
         if not pending:
             return 0
         current = call(r.hget, P.TASK, "generation")
-        if current is None or int(current) != self._generation:
+        if current is None or int(current) != g:
             # The server lost its data (a restart without persistence): publish again.
-            self.log(f"redis: the task record of generation {self._generation} is gone; publishing it again")
-            self._publish()
+            self.log(f"redis: the task record of generation {g} is gone; publishing it again")
+            self._publish(record, [jobs[j] for j in pending])
             now = self.link.server_time()
             for jid in pending:
                 queued_at[jid] = now
-            call(r.delete, P.JOBS)
-            call(r.rpush, P.JOBS, *[jobs[j] for j in pending])
             return len(pending)
         now = self.link.server_time()
-        leases = call(r.hgetall, P.LEASES)
-        queued = set(call(r.lrange, P.JOBS, 0, -1))
-        n = 0
-        for jid in pending:
-            if jobs[jid].encode() in queued or now - queued_at[jid] < self.lease_seconds:
-                continue
-            lease = leases.get(jid.encode())
+        heartbeats, holders = {}, {}
+        for key, raw in call(r.hgetall, P.LEASES).items():
             try:
-                lease = json.loads(lease) if lease else None
-            except json.JSONDecodeError:
-                lease = None
-            if lease and now - float(lease.get("t", 0)) < self.lease_seconds:
-                continue
+                lease = json.loads(raw)
+                heartbeats[key.decode()], holders[key.decode()] = float(lease["t"]), lease["w"]
+            except (ValueError, TypeError, KeyError):
+                pass   # a malformed lease counts as none
+        queued = set(call(r.lrange, P.JOBS, 0, -1))
+        in_queue = {j for j in pending if jobs[j].encode() in queued}
+        due = chunks_to_requeue({j: queued_at[j] for j in pending}, in_queue, heartbeats, now, self.lease_seconds)
+        for jid in (j for j in pending if j in due):
             call(r.rpush, P.JOBS, jobs[jid])
             queued_at[jid] = now
-            n += 1
-            who = f"worker {lease['w']} silent for {now - float(lease['t']):.1f} s" if lease else "no worker took it"
+            who = (f"worker {holders[jid]} silent for {now - heartbeats[jid]:.1f} s" if jid in heartbeats
+                   else "no worker took it")
             self.log(f"redis: requeued chunk {jid} ({who})")
-        return n
+        return len(due)
 
     def close(self):
         try:
