@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 
 from ..check import CHECKS, CheckFailed
+from .build import ROOT
 
 MARKER = "@@ES-GRADE@@"
 MILESTONE_MAX = {"M1": 10, "M2": 5, "M3": 5, "M4": 10}
@@ -91,10 +92,9 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict:
         f"print({MARKER!r} + _json.dumps(_run_checks(globals(), {names!r}, {int(check_timeout)})))"))
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
-    root = Path(__file__).resolve().parents[2]
     env_before = {k: os.environ.get(k) for k in ("ES_COURSE_FAST", "PYTHONPATH")}
     os.environ["ES_COURSE_FAST"] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env_before["PYTHONPATH"]]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env_before["PYTHONPATH"]]))
     try:
         client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                                 interrupt_on_timeout=True, resources={"metadata": {"path": str(path.parent)}})
