@@ -74,18 +74,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start from these parameters (a checkpoint, run directory or shipped agent) with a fresh "
                         "optimizer, e.g. to go on with longer episodes")
     t.add_argument("--redis", nargs="?", const="embedded", default=None, metavar="URL",
-                   help="distribute over Redis: alone, start an embedded redis-server on loopback (random "
-                        "password) plus --workers local workers; with redis://:PASSWORD@HOST:PORT/DB (or "
-                        "rediss://), use that server and wait for workers started anywhere")
+                   help="distribute over Redis: alone, start an embedded server on loopback (random "
+                        "passwords, master and worker roles) plus --workers local workers; with "
+                        "redis://es-master@HOST:PORT/DB (or rediss://), use that server and wait for workers "
+                        "started anywhere")
+    t.add_argument("--redis-password-file", type=Path, default=None, metavar="FILE",
+                   help="redis: read the password from FILE (default: $ES_REDIS_PASSWORD, else the URL)")
     t.add_argument("--lease-seconds", type=float, default=10.0,
                    help="redis: a chunk whose worker is silent this long is handed out again")
+    t.add_argument("--chunk-deadline", type=float, default=None,
+                   help="redis: hand a chunk out again this long after queueing it, heartbeats or not "
+                        "(default: max(60 s, 5x the slowest chunk so far))")
+    t.add_argument("--spot-checks", type=int, default=None,
+                   help="redis: members the master replays itself each generation to catch lying workers "
+                        "(default: max(2, 3%% of the population), at most one per chunk)")
     t.add_argument("--chunks", type=int, default=8, help="redis: chunks per generation")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print the summary as one JSON line at the end")
 
     w = sub.add_parser("worker", help="evaluate chunks for a master through Redis")
     w.add_argument("--redis", default=None, metavar="URL",
-                   help="redis://:PASSWORD@HOST:PORT/DB (default: $ES_REDIS_URL)")
+                   help="redis://es-worker@HOST:PORT/DB (default: $ES_REDIS_URL)")
+    w.add_argument("--redis-password-file", type=Path, default=None, metavar="FILE",
+                   help="read the password from FILE (default: $ES_REDIS_PASSWORD, else the URL)")
     w.add_argument("--processes", type=int, default=1, help="worker processes on this machine")
 
     nbp = sub.add_parser("notebooks", help="build notebooks/ and solutions/ from course/")
@@ -162,8 +173,13 @@ def _train_with_redis(args, config, run_dir):
     import subprocess
     from .distributed.master import RedisEvaluator
     from .train import make_problem_for, train
-    if args.lease_seconds <= 0 or args.chunks < 1:
-        raise ESError("--lease-seconds must be > 0 and --chunks >= 1")
+    from .distributed.connection import read_password
+    if not (0 < args.lease_seconds <= 3600) or args.chunks < 1:
+        raise ESError("--lease-seconds must be in (0, 3600] and --chunks >= 1")
+    if args.spot_checks is not None and args.spot_checks < 0:
+        raise ESError(f"--spot-checks must be >= 0, got {args.spot_checks}")
+    if args.chunk_deadline is not None and not args.chunk_deadline > 0:
+        raise ESError(f"--chunk-deadline must be > 0, got {args.chunk_deadline}")
     embedded = args.redis == "embedded"
     local_workers = config.workers if (embedded or config.workers > 1) else 0
     if embedded and local_workers < 2 and "workers" not in _given(args):
@@ -171,16 +187,23 @@ def _train_with_redis(args, config, run_dir):
     server = None
     procs = []
     try:
+        password = None
         if embedded:
             from .distributed.server import EmbeddedRedis
             server = EmbeddedRedis().start()
-            url = server.url
-            print(f"redis: embedded redis-server on 127.0.0.1:{server.port} (password protected)", file=sys.stderr)
+            url, worker_url = server.master_url, server.worker_url
+            print(f"redis: embedded server on 127.0.0.1:{server.port} (users es-master and es-worker, random "
+                  "passwords)", file=sys.stderr)
         else:
-            url = args.redis
+            url = worker_url = args.redis
+            password = read_password(args.redis_password_file)
         problem = make_problem_for(config)
-        evaluator = RedisEvaluator(problem, url, chunks=args.chunks, lease_seconds=args.lease_seconds)
-        env = {**os.environ, "ES_REDIS_URL": url}
+        evaluator = RedisEvaluator(problem, url, chunks=args.chunks, lease_seconds=args.lease_seconds,
+                                   spot_checks=args.spot_checks, chunk_deadline=args.chunk_deadline,
+                                   password=password)
+        env = {**os.environ, "ES_REDIS_URL": worker_url}
+        if password:
+            env["ES_REDIS_PASSWORD"] = password
         procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env=env, stderr=subprocess.DEVNULL)
                  for _ in range(local_workers)]
         if local_workers:
@@ -206,14 +229,15 @@ def _given(args) -> set:
 def cmd_worker(args) -> int:
     import os
     from .distributed.worker import run_workers
+    from .distributed.connection import read_password
     url = args.redis or os.environ.get("ES_REDIS_URL")
     if not url:
-        raise ESError("name the Redis server: python -m es worker --redis redis://:PASSWORD@HOST:PORT/0 "
-                      "(or set ES_REDIS_URL)")
+        raise ESError("name the Redis server: python -m es worker --redis redis://es-worker@HOST:PORT/0 "
+                      "(or set ES_REDIS_URL), with the password in ES_REDIS_PASSWORD or --redis-password-file")
     if args.processes < 1:
         raise ESError(f"--processes must be >= 1, got {args.processes}")
     try:
-        return run_workers(url, args.processes)
+        return run_workers(url, args.processes, read_password(args.redis_password_file))
     except KeyboardInterrupt:
         return 0
 
@@ -242,8 +266,20 @@ COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker, "noteboo
             "grade": cmd_grade}
 
 
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that every ``finally`` runs (servers, workers and
+    temporary folders are cleaned up as on Ctrl-C)."""
+
+
+def _on_sigterm(*_):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
+    import signal
     args = build_parser().parse_args(argv)
+    if args.command in ("train", "eval", "grade"):
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return COMMANDS[args.command](args)
     except ESError as exc:
@@ -252,3 +288,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted; the last checkpoint is intact (continue with --resume)", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated; the last checkpoint is intact (continue with --resume)", file=sys.stderr)
+        return 143

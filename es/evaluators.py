@@ -44,8 +44,11 @@ def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds
         who = f"member {members[bad // e]}" if bad < n else "the center"
         raise FloatingPointError(f"non-finite return for {who} of generation {task.generation} "
                                  f"(run seed {task.seed}, episode seed {ep_seeds[bad]})")
-    member_returns = returns[:n].reshape(len(members), e).mean(axis=1)
-    member_lengths = lengths[:n].reshape(len(members), e).sum(axis=1)
+    if n:
+        member_returns = returns[:n].reshape(len(members), e).mean(axis=1)
+        member_lengths = lengths[:n].reshape(len(members), e).sum(axis=1)
+    else:   # only the center was asked for
+        member_returns, member_lengths = np.zeros(0), np.zeros(0, dtype=np.int64)
     if n < len(returns):
         return member_returns, member_lengths, float(returns[n:].mean()), int(lengths[n:].sum())
     return member_returns, member_lengths, None, 0

@@ -37,16 +37,22 @@ for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
 ip -n "$A" link set "$VA" up
 ip -n "$B" link set "$VB" up
 
-PASSWORD=$(python -c "import secrets; print(secrets.token_urlsafe(24))")
+# The server as the README sets one up: ACL users es-master and es-worker, passwords in
+# files and environment variables, never on a command line.
+MASTER_PW=$(python -c "import secrets; print(secrets.token_urlsafe(24))")
+WORKER_PW=$(python -c "import secrets; print(secrets.token_urlsafe(24))")
 SERVER=$(python -c "from es.distributed.server import redis_server_binary as b; print(b())")
-ip netns exec "$A" "$SERVER" --bind "$IP_A" --port 6379 --requirepass "$PASSWORD" --save "" \
-    --appendonly no --protected-mode yes --dir "$WORK" --loglevel warning > "$WORK/redis.log" 2>&1 &
+python -c "from es.distributed.server import acl_lines; import sys; print('\n'.join(acl_lines(*sys.argv[1:])))" \
+    "$MASTER_PW" "$WORKER_PW" > "$WORK/users.acl"
+printf 'bind %s\nport 6379\nsave ""\nappendonly no\nprotected-mode yes\ndir %s\nloglevel warning\naclfile %s\n' \
+    "$IP_A" "$WORK" "$WORK/users.acl" > "$WORK/server.conf"
+ip netns exec "$A" "$SERVER" "$WORK/server.conf" > "$WORK/redis.log" 2>&1 &
 PIDS+=($!)
-URL="redis://:$PASSWORD@$IP_A:6379/0"
+printf '%s\n' "$MASTER_PW" > "$WORK/master.pw"; chmod 600 "$WORK/master.pw"
 
 # Host B: the workers start first and wait for the master.
-ip netns exec "$B" env ES_REDIS_URL="$URL" PYTHONPATH="$ROOT" python -m es worker --processes 2 \
-    > "$WORK/workers.log" 2>&1 &
+ip netns exec "$B" env ES_REDIS_URL="redis://es-worker@$IP_A:6379/0" ES_REDIS_PASSWORD="$WORKER_PW" \
+    PYTHONPATH="$ROOT" python -m es worker --processes 2 > "$WORK/workers.log" 2>&1 &
 PIDS+=($!)
 
 # Host B cannot reach anything but host A: check the link is the only way.
@@ -62,8 +68,8 @@ else:
     sys.exit("two_hosts: host B cannot reach Redis on host A")
 PY
 
-ip netns exec "$A" env PYTHONPATH="$ROOT" python -m es train cartpole --seed 0 --redis "$URL" \
-    --out "$WORK/run" --no-progress --json > "$WORK/master.out" 2> "$WORK/master.err" || {
+ip netns exec "$A" env PYTHONPATH="$ROOT" python -m es train cartpole --seed 0 \
+    --redis "redis://es-master@$IP_A:6379/0" --redis-password-file "$WORK/master.pw" --out "$WORK/run" --no-progress --json > "$WORK/master.out" 2> "$WORK/master.err" || {
     echo "two_hosts: FAILED: the master exited with an error"; cat "$WORK/master.err"; exit 1; }
 cat "$WORK/master.out"
 

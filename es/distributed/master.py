@@ -1,147 +1,312 @@
-"""The master side: hand out one generation as leased chunk jobs and gather the results."""
+"""The master side: hand out one generation as leased chunk jobs and gather the results.
+
+Nothing a single message (or a wrong-typed key) does can stop or stall a run:
+
+* results, errors and leases must carry this run's id and the generation's nonce;
+* an error result requeues its chunk (the reporting worker pauses before it asks for more,
+  and Redis serves blocked clients first come first served, so an idle peer takes it);
+  only ``max_errors`` errors on one chunk end the run, with every message;
+* a chunk is queued again when its lease goes silent for ``lease_seconds``, and in any case
+  ``chunk_deadline`` seconds after it was queued (a heartbeat cannot keep a chunk forever;
+  heartbeats stamped in the future count as none);
+* keys of the wrong type are deleted and rebuilt; an altered task record is published again.
+
+Lying workers: evaluation is a pure function of (parameters, seed), so the master replays a
+few members itself every generation (``spot_checks``, chosen with a generator seeded from
+``secrets`` so no worker can predict them) and compares bit for bit. On a mismatch the
+worker is banned for the rest of the run, all its results of the generation are discarded
+and their chunks requeued. A center return that would stop the run at its goal is replayed
+too before it is believed.
+"""
 from __future__ import annotations
 
 import json
+import math
+import secrets
 import sys
 import time
 
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import GenerationResult
+from ..evaluators import GenerationResult, evaluate_members
 from ..parallel import EvaluationError, chunk_bounds
 from . import protocol as P
 from .connection import RedisLink
 
 
-def chunks_to_requeue(queued_at: dict, in_queue: set, leases: dict, now: float, lease_seconds: float) -> set:
+def chunks_to_requeue(queued_at: dict, in_queue: set, leases: dict, now: float, lease_seconds: float,
+                      deadline: float | None = None) -> set:
     """The pending chunks to hand out again: not waiting in the queue, queued at least
     ``lease_seconds`` ago (a worker may have popped it and not written its lease yet), and with
-    no heartbeat (``leases``: chunk -> last heartbeat time) in the last ``lease_seconds``."""
+    no heartbeat (``leases``: chunk -> last heartbeat time) in the last ``lease_seconds``; or,
+    with a ``deadline``, queued ``deadline`` seconds ago or more whatever its heartbeats say."""
     return {c for c, t in queued_at.items()
-            if c not in in_queue and now - t >= lease_seconds and now - leases.get(c, -np.inf) >= lease_seconds}
+            if c not in in_queue and now - t >= lease_seconds
+            and (now - leases.get(c, -np.inf) >= lease_seconds or (deadline is not None and now - t >= deadline))}
 
 
 class RedisEvaluator:
     name = "redis"
+    untrusted = True   # train() replays a center that reaches the goal (see verify_center)
 
     def __init__(self, problem, url: str, chunks: int = 8, lease_seconds: float = 10.0, max_outage: float = 300.0,
-                 log=None):
+                 log=None, spot_checks: int | None = None, chunk_deadline: float | None = None, max_errors: int = 3,
+                 password: str | None = None):
         spec = problem.spec()
         if spec.get("kind") not in ("env", "pong"):
             raise ESError("--redis needs an environment problem: a Python function would have to be pickled to "
                           "travel, and nothing that crosses the network is pickled")
-        self.spec, self.chunks, self.lease_seconds = spec, int(chunks), float(lease_seconds)
+        P.validate_spec(spec)
+        self.problem, self.spec, self.chunks, self.lease_seconds = problem, spec, int(chunks), float(lease_seconds)
+        self.spot_checks, self.chunk_deadline, self.max_errors = spot_checks, chunk_deadline, int(max_errors)
+        self.episode_cap = getattr(problem, "episode_cap", None)
         self.log = log or (lambda m: print(m, file=sys.stderr))
-        self.link = RedisLink(url, max_outage=max_outage, log=self.log)
-        self.dropped = 0
+        self.link = RedisLink(url, max_outage=max_outage, log=self.log, password=password)
+        self.run = secrets.token_hex(8)              # new for every master process
+        self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable spot checks
+        self.banned: dict = {}                       # worker id -> reason
+        self.counts = dict.fromkeys(("dropped", "stale", "banned_results", "errors", "repaired"), 0)   # per generation
+        self.accepted: list = []                     # (generation, chunk id, worker) of every result used
+        self._slowest = 0.0                          # seconds from queueing to result, slowest chunk so far
 
-    def _warn(self, msg):
-        self.dropped += 1
+    # ---- helpers ----
+    def _drop(self, msg, kind="dropped"):
+        self.counts[kind] += 1
         self.log(f"redis: dropped a result: {msg}")
 
+    def _redis(self, fn, *args, key=None, **kwargs):
+        """A Redis call; a key of the wrong type (someone wrote it) is deleted, logged, and the
+        call answers None instead of stopping the run."""
+        import redis
+        try:
+            return self.link.call(fn, *args, **kwargs)
+        except redis.ResponseError as exc:
+            if "WRONGTYPE" not in str(exc) or key is None:
+                raise
+            self.counts["repaired"] += 1
+            self.log(f"redis: {key} held the wrong type of value ({exc}); deleted it")
+            self.link.call(self.link.client.delete, key)
+            return None
+
+    def _deadline(self) -> float:
+        if self.chunk_deadline is not None:
+            return self.chunk_deadline
+        return max(60.0, 5 * self._slowest, 4 * self.lease_seconds)
+
+    # ---- one generation ----
     def evaluate(self, task, seeds, center_seeds) -> GenerationResult:
-        r, call = self.link.client, self.link.call
         g, pop = task.generation, task.population
+        nonce = secrets.token_hex(8)
         bounds = chunk_bounds(pop, self.chunks)
-        jobs = {P.job_id({"g": g, "a": a, "b": b}): P.encode_job(g, a, b, i == len(bounds) - 1)
-                for i, (a, b) in enumerate(bounds)}
-        record = P.encode_task(task, self.spec, seeds, center_seeds)
-        record["lease_seconds"] = repr(self.lease_seconds)
-        self._publish(record, jobs.values())
+        center_chunk = P.job_id({"g": g, "a": bounds[-1][0], "b": bounds[-1][1]})
+        chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}
+        jobs = {jid: P.encode_job(self.run, nonce, g, a, b, jid == center_chunk) for a, b, jid in chunk_of.values()}
+        job = jobs.__getitem__
+
+        episodes = max(len(seeds), len(center_seeds) if center_seeds is not None else 0)
+        max_length = min(2 ** 32 - 1, episodes * self.episode_cap) if self.episode_cap else 2 ** 32 - 1
+        record = P.encode_task(task, self.spec, seeds, center_seeds, run=self.run, nonce=nonce,
+                               max_length=max_length, lease_seconds=self.lease_seconds)
+        digest = P.task_digest(record)
+        self._publish(record, list(jobs.values()), fresh=True)
         now = self.link.server_time()
         queued_at = dict.fromkeys(jobs, now)
-        chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}
+        first_queued = dict(queued_at)
+        checks = self._spot_check(task, seeds, bounds)
         returns = np.full(pop, np.nan)
         lengths = np.zeros(pop, dtype=np.int64)
-        done: set = set()
+        done: dict = {}                      # chunk id -> worker
+        errors: dict = {}                    # chunk id -> [messages]
         center = None
-        workers: set = set()
-        requeued, last_check, last_news, waited_since = 0, 0.0, time.monotonic(), time.monotonic()
-        while len(done) < len(jobs):
-            item = call(r.blpop, P.RESULTS, timeout=0.5)
+        requeued, discarded, last_check, last_news = 0, 0, 0.0, time.monotonic()
+        waited_since = time.monotonic()
+        while len(done) < len(chunk_of):
+            item = self._redis(self.link.client.blpop, P.RESULTS, timeout=0.5, key=P.RESULTS)
             if item is not None:
                 try:
-                    res = P.decode_result(item[1])
+                    res = P.decode_result(item[1], max_length)
                 except P.BadPayload as exc:
-                    self._warn(str(exc))
+                    self._drop(str(exc))
                     continue
-                if res["generation"] != g:
-                    self._warn(f"result for generation {res['generation']} from worker {res['worker']} "
-                               f"while on generation {g}")
+                if res["run"] != self.run or res["nonce"] != nonce or res["generation"] != g:
+                    self._drop(f"stale result (run {res['run']}, generation {res['generation']}) from worker "
+                               f"{res['worker']} while on generation {g} of run {self.run}", "stale")
                     continue
-                if res["kind"] == 1:
-                    raise EvaluationError(f"worker {res['worker']} could not evaluate members {res['first']}.."
-                                          f"{res['first'] + res['count'] - 1} of generation {g}: {res['message']}")
                 chunk = chunk_of.get(res["first"])
                 if chunk is None or chunk[1] - chunk[0] != res["count"]:
-                    self._warn(f"members {res['first']}+{res['count']} are not a chunk of generation {g}")
+                    self._drop(f"members {res['first']}+{res['count']} are not a chunk of generation {g}")
                     continue
                 a, b, jid = chunk
+                if res["kind"] == 0 and res["digest"] != digest:
+                    self._drop(f"worker {res['worker']} evaluated an altered task record (digest {res['digest']}, "
+                               f"the master's is {digest})", "stale")
+                    continue
+                if res["worker"] in self.banned:
+                    self._drop(f"worker {res['worker']} is banned ({self.banned[res['worker']]})", "banned_results")
+                    if jid not in done:   # it took the job: hand it out again now
+                        requeued += self._requeue(jid, job(jid), queued_at, "its worker is banned")
+                    continue
                 if jid in done:
                     continue  # a duplicate from a requeued chunk: (generation, member) already in
-                is_center_chunk = json.loads(jobs[jid])["c"] == 1
-                if is_center_chunk != (res["center"] is not None):
-                    self._warn(f"chunk {jid} {'lacks' if is_center_chunk else 'has'} a center return")
+                if res["kind"] == 1:
+                    requeued += self._on_error(res, jid, job, errors, queued_at, record, g)
+                    continue
+                if (jid == center_chunk) != (res["center"] is not None):
+                    self._drop(f"chunk {jid} {'lacks' if jid == center_chunk else 'has'} a center return")
+                    continue
+                lie = self._compare(checks, a, b, res)
+                if lie is not None:
+                    lost = [j for j, w in done.items() if w == res["worker"]]
+                    self.banned[res["worker"]] = lie
+                    self.log(f"redis: banned worker {res['worker']}: {lie}; discarding its {len(lost)} other "
+                             f"result(s) of generation {g} and requeueing them")
+                    for j in [jid, *lost]:
+                        done.pop(j, None)
+                        requeued += self._requeue(j, job(j), queued_at, "its worker was banned")
+                    if center is not None and center[2] == res["worker"]:
+                        center = None
+                    discarded += len(lost) + 1
                     continue
                 returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
                 if res["center"] is not None:
-                    center = res["center"]
-                done.add(jid)
-                workers.add(res["worker"])
+                    center = (*res["center"], res["worker"])
+                done[jid] = res["worker"]
+                self.accepted.append((g, jid, res["worker"]))
+                self._slowest = max(self._slowest, self.link.server_time() - first_queued[jid])
                 last_news = time.monotonic()
             if time.monotonic() - last_check > min(1.0, self.lease_seconds / 4):
                 last_check = time.monotonic()
-                requeued += self._requeue_expired(g, record, jobs, done, queued_at)
+                pending = {j: v for j, v in jobs.items() if j not in done}
+                requeued += self._requeue_expired(record, pending, queued_at)
             if time.monotonic() - last_news > 30 and time.monotonic() - waited_since > 30:
                 waited_since = time.monotonic()
-                leases = call(r.hlen, P.LEASES)
-                self.log(f"redis: generation {g}: {len(jobs) - len(done)} of {len(jobs)} chunks pending, "
+                leases = self._redis(self.link.client.hlen, P.LEASES, key=P.LEASES)
+                self.log(f"redis: generation {g}: {len(chunk_of) - len(done)} of {len(chunk_of)} chunks pending, "
                          f"{leases} being worked on; start workers with: python -m es worker --redis URL")
-        info = {"workers": len(workers), "requeued": requeued, "dropped": self.dropped}
-        self.dropped = 0
+        info = {"workers": len(set(done.values())), "requeued": requeued, "spot_checked": len(checks),
+                "discarded": discarded, "banned": len(self.banned), **self.counts}
+        self.counts = dict.fromkeys(self.counts, 0)
+        self._task, self._center_reporter = task, (center[2] if center else None)
         return GenerationResult(returns, lengths, center[0] if center else None, center[1] if center else 0, info)
 
-    def _publish(self, record: dict, job_values) -> None:
-        """The task record and its jobs in one MULTI/EXEC, with no jobs or leases left over."""
+    # ---- lying workers ----
+    def _spot_check(self, task, seeds, bounds) -> dict:
+        """member -> (return, length) measured here, for ``spot_checks`` members in distinct chunks."""
+        k = self.spot_checks if self.spot_checks is not None else max(2, math.ceil(0.03 * task.population))
+        k = min(k, len(bounds))
+        if k <= 0:
+            return {}
+        picked = self._rng.choice(len(bounds), size=k, replace=False)
+        members = sorted(int(self._rng.integers(*bounds[i])) for i in picked)
+        r, l, _, _ = evaluate_members(self.problem, task, members, seeds)
+        return {m: (float(r[i]), int(l[i])) for i, m in enumerate(members)}
+
+    @staticmethod
+    def _compare(checks, a, b, res):
+        for m, (want_r, want_l) in checks.items():
+            if a <= m < b:
+                got_r, got_l = float(res["returns"][m - a]), int(res["lengths"][m - a])
+                if got_r != want_r or got_l != want_l:
+                    return (f"member {m} of generation {res['generation']} returned {got_r!r} in {got_l} steps, "
+                            f"the master measured {want_r!r} in {want_l}")
+        return None
+
+    def verify_center(self, center_seeds, reported: float) -> float:
+        """Replay the center of the last generation here (before a goal stops the run)."""
+        _, _, cr, _ = evaluate_members(self.problem, self._task, [], [], center_seeds)
+        if cr != reported:
+            who = self._center_reporter
+            self.banned[who] = f"reported the center's return as {reported!r}, the master measured {cr!r}"
+            self.log(f"redis: banned worker {who}: {self.banned[who]}")
+        return cr
+
+    # ---- errors ----
+    def _on_error(self, res, jid, job, errors, queued_at, record, g) -> int:
+        self.counts["errors"] += 1
+        msg = res["message"]
+        if self._task_altered(record):   # e.g. a rewritten problem spec the workers refused
+            return self._requeue(jid, job(jid), queued_at, "the task record was repaired")
+        errors.setdefault(jid, []).append(f"worker {res['worker']}: {msg}")
+        if len(errors[jid]) >= self.max_errors:
+            raise EvaluationError(f"members {jid.split(':', 1)[1].replace(':', '..')} of generation {g} failed "
+                                  f"{len(errors[jid])} times:\n  " + "\n  ".join(errors[jid]))
+        return self._requeue(jid, job(jid), queued_at, f"worker {res['worker']} reported an error: {msg[:200]}")
+
+    def _task_altered(self, record) -> bool:
+        """Compare the stored task with what this master wrote; publish it again if it differs."""
+        stored = self._redis(self.link.client.hgetall, P.TASK, key=P.TASK) or {}
+        stored = {k.decode(): v for k, v in stored.items()}
+        if all(stored.get(k) == (v.encode() if isinstance(v, str) else v) for k, v in record.items()):
+            return False
+        self.counts["repaired"] += 1
+        self.log(f"redis: the task record of generation {record['generation']} was altered or lost; publishing it again")
+        self._publish(record, None, fresh=False)
+        return True
+
+    # ---- queueing ----
+    def _publish(self, record: dict, job_values, fresh: bool) -> None:
+        """The task record (and the jobs, if given) in one MULTI/EXEC. A fresh generation
+        also clears leftover jobs, leases and results, whatever their type."""
         def write(pipe):
             pipe.multi()
-            pipe.delete(P.JOBS, P.LEASES)
+            pipe.delete(P.TASK, *((P.JOBS, P.LEASES, P.RESULTS) if fresh else ()))
             pipe.hset(P.TASK, mapping=record)
-            pipe.rpush(P.JOBS, *job_values)
+            if job_values:
+                pipe.delete(P.JOBS)
+                pipe.rpush(P.JOBS, *job_values)
         self.link.call(self.link.client.transaction, write)
 
-    def _requeue_expired(self, g, record, jobs, done, queued_at) -> int:
-        r, call = self.link.client, self.link.call
-        pending = [j for j in jobs if j not in done]
+    def _requeue(self, jid, value, queued_at, why) -> int:
+        self._redis(self.link.client.rpush, P.JOBS, value, key=P.JOBS)
+        queued_at[jid] = self.link.server_time()
+        self.log(f"redis: requeued chunk {jid} ({why})")
+        return 1
+
+    def _requeue_expired(self, record, pending: dict, queued_at) -> int:
+        r = self.link.client
         if not pending:
             return 0
-        current = call(r.hget, P.TASK, "generation")
-        if current is None or int(current) != g:
-            # The server lost its data (a restart without persistence): publish again.
-            self.log(f"redis: the task record of generation {g} is gone; publishing it again")
-            self._publish(record, [jobs[j] for j in pending])
+        head = self._redis(r.hmget, P.TASK, "run", "nonce", "generation", "sha256", key=P.TASK)
+        if head is None or [v.decode() if v is not None else None for v in head] != \
+                [record["run"], record["nonce"], record["generation"], record["sha256"]]:
+            self.log(f"redis: the task record of generation {record['generation']} is gone or altered; "
+                     "publishing it again")
+            self.counts["repaired"] += 1
+            self._publish(record, list(pending.values()), fresh=False)
             now = self.link.server_time()
             for jid in pending:
                 queued_at[jid] = now
             return len(pending)
         now = self.link.server_time()
         heartbeats, holders = {}, {}
-        for key, raw in call(r.hgetall, P.LEASES).items():
+        for key, raw in (self._redis(r.hgetall, P.LEASES, key=P.LEASES) or {}).items():
             try:
                 lease = json.loads(raw)
-                heartbeats[key.decode()], holders[key.decode()] = float(lease["t"]), lease["w"]
-            except (ValueError, TypeError, KeyError):
+                t = float(lease["t"])
+                if lease["n"] != record["nonce"] or not math.isfinite(t) or t > now + self.lease_seconds:
+                    continue   # another generation's, or stamped in the future: counts as none
+                heartbeats[key.decode()], holders[key.decode()] = t, str(lease["w"])[:16]
+            except (ValueError, TypeError, KeyError, UnicodeDecodeError):
                 pass   # a malformed lease counts as none
-        queued = set(call(r.lrange, P.JOBS, 0, -1))
-        in_queue = {j for j in pending if jobs[j].encode() in queued}
-        due = chunks_to_requeue({j: queued_at[j] for j in pending}, in_queue, heartbeats, now, self.lease_seconds)
+        queued = self._redis(r.lrange, P.JOBS, 0, -1, key=P.JOBS)
+        if queued is None:   # the job list was of the wrong type: it is gone, queue every pending chunk
+            queued = []
+            for jid in pending:
+                queued_at[jid] = -np.inf
+        queued = set(queued)
+        in_queue = {j for j, v in pending.items() if v.encode() in queued}
+        deadline = self._deadline()
+        due = chunks_to_requeue({j: queued_at[j] for j in pending}, in_queue, heartbeats, now, self.lease_seconds,
+                                deadline)
         for jid in (j for j in pending if j in due):
-            call(r.rpush, P.JOBS, jobs[jid])
-            queued_at[jid] = now
-            who = (f"worker {holders[jid]} silent for {now - heartbeats[jid]:.1f} s" if jid in heartbeats
-                   else "no worker took it")
-            self.log(f"redis: requeued chunk {jid} ({who})")
+            if jid in heartbeats and now - heartbeats[jid] < self.lease_seconds:
+                who = f"past its {deadline:.0f} s deadline though worker {holders[jid]} still sends heartbeats"
+            elif jid in heartbeats:
+                who = f"worker {holders[jid]} silent for {now - heartbeats[jid]:.1f} s"
+            else:
+                who = "no worker holds a lease on it"
+            self._requeue(jid, pending[jid], queued_at, who)
         return len(due)
 
     def close(self):

