@@ -39,6 +39,10 @@ class PongProblem:
     def num_params(self) -> int:
         return self.policy.num_params
 
+    @property
+    def episode_cap(self) -> int:
+        return self.max_steps
+
     def spec(self) -> dict:
         return {"kind": "pong", "env_id": "ALE/Pong-v5", "policy": self.policy_spec, "max_steps": self.max_steps,
                 "num_envs": self.num_envs, "threads": self.threads}

@@ -95,23 +95,31 @@ class RedisEvaluator:
         return max(60.0, 5 * self._slowest, 4 * self.lease_seconds)
 
     # ---- one generation ----
+    def _stamp(self, gen: dict) -> None:
+        """A new nonce for the generation, and the task record and jobs that carry it. Also
+        used to publish again after the record was altered or lost: workers that cached the
+        old record see a new nonce and read it afresh; their results for the old one are stale."""
+        gen["nonce"] = nonce = secrets.token_hex(8)
+        task, g = gen["task"], gen["task"].generation
+        gen["record"] = P.encode_task(task, self.spec, gen["seeds"], gen["center_seeds"], run=self.run, nonce=nonce,
+                                      max_length=gen["cap"], lease_seconds=self.lease_seconds)
+        gen["digest"] = P.task_digest(gen["record"])
+        gen["jobs"] = {jid: P.encode_job(self.run, nonce, g, a, b, jid == gen["center_chunk"])
+                       for a, b, jid in gen["chunk_of"].values()}
+
     def evaluate(self, task, seeds, center_seeds) -> GenerationResult:
         g, pop = task.generation, task.population
-        nonce = secrets.token_hex(8)
         bounds = chunk_bounds(pop, self.chunks)
-        center_chunk = P.job_id({"g": g, "a": bounds[-1][0], "b": bounds[-1][1]})
-        chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}
-        jobs = {jid: P.encode_job(self.run, nonce, g, a, b, jid == center_chunk) for a, b, jid in chunk_of.values()}
-        job = jobs.__getitem__
-
-        episodes = max(len(seeds), len(center_seeds) if center_seeds is not None else 0)
-        max_length = min(2 ** 32 - 1, episodes * self.episode_cap) if self.episode_cap else 2 ** 32 - 1
-        record = P.encode_task(task, self.spec, seeds, center_seeds, run=self.run, nonce=nonce,
-                               max_length=max_length, lease_seconds=self.lease_seconds)
-        digest = P.task_digest(record)
-        self._publish(record, list(jobs.values()), fresh=True)
+        cap = self.episode_cap or 2 ** 32 - 1     # env steps of one episode, at most
+        gen = {"task": task, "seeds": seeds, "center_seeds": center_seeds, "cap": cap,
+               "center_chunk": P.job_id({"g": g, "a": bounds[-1][0], "b": bounds[-1][1]}),
+               "chunk_of": {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}}
+        self._stamp(gen)
+        caps = [min(2 ** 32 - 1, cap * len(s)) for s in (seeds, center_seeds if center_seeds is not None else [])]
+        chunk_of, center_chunk = gen["chunk_of"], gen["center_chunk"]
+        self._publish(gen["record"], list(gen["jobs"].values()), fresh=True)
         now = self.link.server_time()
-        queued_at = dict.fromkeys(jobs, now)
+        queued_at = dict.fromkeys(gen["jobs"], now)
         first_queued = dict(queued_at)
         checks = self._spot_check(task, seeds, bounds)
         returns = np.full(pop, np.nan)
@@ -125,32 +133,32 @@ class RedisEvaluator:
             item = self._redis(self.link.client.blpop, P.RESULTS, timeout=0.5, key=P.RESULTS)
             if item is not None:
                 try:
-                    res = P.decode_result(item[1], max_length)
+                    res = P.decode_result(item[1], *caps)
                 except P.BadPayload as exc:
                     self._drop(str(exc))
                     continue
-                if res["run"] != self.run or res["nonce"] != nonce or res["generation"] != g:
-                    self._drop(f"stale result (run {res['run']}, generation {res['generation']}) from worker "
-                               f"{res['worker']} while on generation {g} of run {self.run}", "stale")
+                if res["run"] != self.run or res["nonce"] != gen["nonce"] or res["generation"] != g:
+                    self._drop(f"stale result (run {res['run']}, generation {res['generation']}, nonce {res['nonce']}) "
+                               f"from worker {res['worker']} while on generation {g} of run {self.run}", "stale")
                     continue
                 chunk = chunk_of.get(res["first"])
                 if chunk is None or chunk[1] - chunk[0] != res["count"]:
                     self._drop(f"members {res['first']}+{res['count']} are not a chunk of generation {g}")
                     continue
                 a, b, jid = chunk
-                if res["kind"] == 0 and res["digest"] != digest:
+                if res["kind"] == 0 and res["digest"] != gen["digest"]:
                     self._drop(f"worker {res['worker']} evaluated an altered task record (digest {res['digest']}, "
-                               f"the master's is {digest})", "stale")
+                               f"the master's is {gen['digest']})", "stale")
                     continue
                 if res["worker"] in self.banned:
                     self._drop(f"worker {res['worker']} is banned ({self.banned[res['worker']]})", "banned_results")
                     if jid not in done:   # it took the job: hand it out again now
-                        requeued += self._requeue(jid, job(jid), queued_at, "its worker is banned")
+                        requeued += self._requeue(jid, gen, queued_at, "its worker is banned")
                     continue
                 if jid in done:
                     continue  # a duplicate from a requeued chunk: (generation, member) already in
                 if res["kind"] == 1:
-                    requeued += self._on_error(res, jid, job, errors, queued_at, record, g)
+                    requeued += self._on_error(res, jid, gen, errors, queued_at, done)
                     continue
                 if (jid == center_chunk) != (res["center"] is not None):
                     self._drop(f"chunk {jid} {'lacks' if jid == center_chunk else 'has'} a center return")
@@ -163,7 +171,7 @@ class RedisEvaluator:
                              f"result(s) of generation {g} and requeueing them")
                     for j in [jid, *lost]:
                         done.pop(j, None)
-                        requeued += self._requeue(j, job(j), queued_at, "its worker was banned")
+                        requeued += self._requeue(j, gen, queued_at, "its worker was banned")
                     if center is not None and center[2] == res["worker"]:
                         center = None
                     discarded += len(lost) + 1
@@ -177,8 +185,7 @@ class RedisEvaluator:
                 last_news = time.monotonic()
             if time.monotonic() - last_check > min(1.0, self.lease_seconds / 4):
                 last_check = time.monotonic()
-                pending = {j: v for j, v in jobs.items() if j not in done}
-                requeued += self._requeue_expired(record, pending, queued_at)
+                requeued += self._requeue_expired(gen, done, queued_at)
             if time.monotonic() - last_news > 30 and time.monotonic() - waited_since > 30:
                 waited_since = time.monotonic()
                 leases = self._redis(self.link.client.hlen, P.LEASES, key=P.LEASES)
@@ -222,62 +229,63 @@ class RedisEvaluator:
         return cr
 
     # ---- errors ----
-    def _on_error(self, res, jid, job, errors, queued_at, record, g) -> int:
+    def _on_error(self, res, jid, gen, errors, queued_at, done) -> int:
         self.counts["errors"] += 1
         msg = res["message"]
-        if self._task_altered(record):   # e.g. a rewritten problem spec the workers refused
-            return self._requeue(jid, job(jid), queued_at, "the task record was repaired")
+        if self._task_altered(gen):   # e.g. a rewritten problem spec the workers refused
+            return self._republish(gen, done, queued_at, "the task record was altered")
         errors.setdefault(jid, []).append(f"worker {res['worker']}: {msg}")
         if len(errors[jid]) >= self.max_errors:
-            raise EvaluationError(f"members {jid.split(':', 1)[1].replace(':', '..')} of generation {g} failed "
-                                  f"{len(errors[jid])} times:\n  " + "\n  ".join(errors[jid]))
-        return self._requeue(jid, job(jid), queued_at, f"worker {res['worker']} reported an error: {msg[:200]}")
+            raise EvaluationError(f"members {jid.split(':', 1)[1].replace(':', '..')} of generation "
+                                  f"{gen['task'].generation} failed {len(errors[jid])} times:\n  "
+                                  + "\n  ".join(errors[jid]))
+        return self._requeue(jid, gen, queued_at, f"worker {res['worker']} reported an error: {msg[:200]}")
 
-    def _task_altered(self, record) -> bool:
-        """Compare the stored task with what this master wrote; publish it again if it differs."""
+    def _task_altered(self, gen) -> bool:
+        """Does the stored task record differ from what this master wrote?"""
         stored = self._redis(self.link.client.hgetall, P.TASK, key=P.TASK) or {}
-        stored = {k.decode(): v for k, v in stored.items()}
-        if all(stored.get(k) == (v.encode() if isinstance(v, str) else v) for k, v in record.items()):
-            return False
-        self.counts["repaired"] += 1
-        self.log(f"redis: the task record of generation {record['generation']} was altered or lost; publishing it again")
-        self._publish(record, None, fresh=False)
-        return True
+        stored = {k.decode(errors="replace"): v for k, v in stored.items()}
+        return not all(stored.get(k) == (v.encode() if isinstance(v, str) else v) for k, v in gen["record"].items())
 
     # ---- queueing ----
     def _publish(self, record: dict, job_values, fresh: bool) -> None:
-        """The task record (and the jobs, if given) in one MULTI/EXEC. A fresh generation
-        also clears leftover jobs, leases and results, whatever their type."""
+        """The task record and the jobs in one MULTI/EXEC. A fresh generation also clears
+        leftover leases and results, whatever their type."""
         def write(pipe):
             pipe.multi()
-            pipe.delete(P.TASK, *((P.JOBS, P.LEASES, P.RESULTS) if fresh else ()))
+            pipe.delete(P.TASK, P.JOBS, *((P.LEASES, P.RESULTS) if fresh else ()))
             pipe.hset(P.TASK, mapping=record)
             if job_values:
-                pipe.delete(P.JOBS)
                 pipe.rpush(P.JOBS, *job_values)
         self.link.call(self.link.client.transaction, write)
 
-    def _requeue(self, jid, value, queued_at, why) -> int:
-        self._redis(self.link.client.rpush, P.JOBS, value, key=P.JOBS)
+    def _republish(self, gen, done, queued_at, why) -> int:
+        """Publish the generation again under a new nonce, with the jobs of its pending chunks."""
+        self.counts["repaired"] += 1
+        self._stamp(gen)
+        pending = [j for j in gen["jobs"] if j not in done]
+        self.log(f"redis: {why} (generation {gen['task'].generation}); publishing it again with a new nonce")
+        self._publish(gen["record"], [gen["jobs"][j] for j in pending], fresh=False)
+        now = self.link.server_time()
+        for jid in pending:
+            queued_at[jid] = now
+        return len(pending)
+
+    def _requeue(self, jid, gen, queued_at, why) -> int:
+        self._redis(self.link.client.rpush, P.JOBS, gen["jobs"][jid], key=P.JOBS)
         queued_at[jid] = self.link.server_time()
         self.log(f"redis: requeued chunk {jid} ({why})")
         return 1
 
-    def _requeue_expired(self, record, pending: dict, queued_at) -> int:
-        r = self.link.client
+    def _requeue_expired(self, gen, done, queued_at) -> int:
+        r, record = self.link.client, gen["record"]
+        pending = {j: v for j, v in gen["jobs"].items() if j not in done}
         if not pending:
             return 0
         head = self._redis(r.hmget, P.TASK, "run", "nonce", "generation", "sha256", key=P.TASK)
-        if head is None or [v.decode() if v is not None else None for v in head] != \
+        if head is None or [v.decode(errors="replace") if v is not None else None for v in head] != \
                 [record["run"], record["nonce"], record["generation"], record["sha256"]]:
-            self.log(f"redis: the task record of generation {record['generation']} is gone or altered; "
-                     "publishing it again")
-            self.counts["repaired"] += 1
-            self._publish(record, list(pending.values()), fresh=False)
-            now = self.link.server_time()
-            for jid in pending:
-                queued_at[jid] = now
-            return len(pending)
+            return self._republish(gen, done, queued_at, "the task record is gone or altered")
         now = self.link.server_time()
         heartbeats, holders = {}, {}
         for key, raw in (self._redis(r.hgetall, P.LEASES, key=P.LEASES) or {}).items():
@@ -306,7 +314,7 @@ class RedisEvaluator:
                 who = f"worker {holders[jid]} silent for {now - heartbeats[jid]:.1f} s"
             else:
                 who = "no worker holds a lease on it"
-            self._requeue(jid, pending[jid], queued_at, who)
+            self._requeue(jid, gen, queued_at, who)
         return len(due)
 
     def close(self):

@@ -11,7 +11,7 @@ key            type    contents
                        ``population``, ``center`` (raw float32 bytes), ``shape`` and
                        ``dtype`` (JSON), ``sha256`` of the center bytes, ``problem``
                        (JSON spec), ``seeds``, ``center_seeds`` (JSON), ``max_length``
-                       (most env steps one member may use), ``lease_seconds``.
+                       (most env steps one episode may take), ``lease_seconds``.
                        Written in one MULTI/EXEC, so a worker never reads half of it.
 ``es:jobs``    list    chunk jobs, JSON ``{"r": run, "n": nonce, "g": generation,
                        "a": first, "b": end, "c": 1 if the chunk also plays the center}``
@@ -282,9 +282,9 @@ def encode_error(worker: bytes, run: str, nonce: str, digest: str, generation: i
                        count, 0, worker) + message.encode()[:MAX_MESSAGE]
 
 
-def decode_result(raw, max_length: int | None = None) -> dict:
+def decode_result(raw, max_length: int | None = None, max_center_length: int | None = None) -> dict:
     """Parse and check a result payload; ``BadPayload`` says what is wrong. ``max_length``
-    bounds each member's (and the center's) env steps."""
+    bounds each member's env steps, ``max_center_length`` the center's."""
     if not isinstance(raw, (bytes, bytearray)):
         raise BadPayload(f"result is {type(raw).__name__}, not bytes")
     if len(raw) > MAX_RESULT_BYTES:
@@ -320,7 +320,7 @@ def decode_result(raw, max_length: int | None = None) -> dict:
         cr, cl = struct.unpack_from("<dI", body, 12 * count)
         if not np.isfinite(cr):
             raise BadPayload(f"non-finite center return from worker {worker.hex()}")
-        if max_length is not None and cl > max_length:
-            raise BadPayload(f"center length {cl} from worker {worker.hex()} exceeds the cap {max_length}")
+        if max_center_length is not None and cl > max_center_length:
+            raise BadPayload(f"center length {cl} from worker {worker.hex()} exceeds the cap {max_center_length}")
         out["center"] = (float(cr), int(cl))
     return out
