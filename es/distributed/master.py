@@ -121,7 +121,9 @@ class RedisEvaluator:
         now = self.link.server_time()
         queued_at = dict.fromkeys(gen["jobs"], now)
         first_queued = dict(queued_at)
+        t_check = time.perf_counter()
         checks = self._spot_check(task, seeds, bounds)
+        t_check = time.perf_counter() - t_check
         returns = np.full(pop, np.nan)
         lengths = np.zeros(pop, dtype=np.int64)
         done: dict = {}                      # chunk id -> worker
@@ -192,6 +194,7 @@ class RedisEvaluator:
                 self.log(f"redis: generation {g}: {len(chunk_of) - len(done)} of {len(chunk_of)} chunks pending, "
                          f"{leases} being worked on; start workers with: python -m es worker --redis URL")
         info = {"workers": len(set(done.values())), "requeued": requeued, "spot_checked": len(checks),
+                "spot_check_seconds": t_check,
                 "discarded": discarded, "banned": len(self.banned), **self.counts}
         self.counts = dict.fromkeys(self.counts, 0)
         self._task, self._center_reporter = task, (center[2] if center else None)

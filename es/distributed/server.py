@@ -69,10 +69,12 @@ class EmbeddedRedis:
     ``redis://USER:PASSWORD@127.0.0.1:PORT/0`` for the two roles (``server.url`` is the master's)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int | None = None, password: str | None = None,
-                 worker_password: str | None = None):
+                 worker_password: str | None = None, admin: bool = False):
         self.host, self.port = host, port or free_port(host)
         self.password = password or secrets.token_urlsafe(24)
         self.worker_password = worker_password or secrets.token_urlsafe(24)
+        # An all-powerful user for measurements (CLIENT LIST, INFO): off unless asked for.
+        self.admin_password = secrets.token_urlsafe(24) if admin else None
         self._dir = None
         self.proc = None
 
@@ -89,12 +91,17 @@ class EmbeddedRedis:
 
     url = master_url
 
+    @property
+    def admin_url(self) -> str:
+        return self._url("es-admin", self.admin_password)
+
     def start(self) -> "EmbeddedRedis":
         import redis
         self._dir = tempfile.mkdtemp(prefix="es-redis-")
         acl = os.path.join(self._dir, "users.acl")
         with open(os.open(acl, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-            f.write("\n".join(acl_lines(self.password, self.worker_password)) + "\n")
+            admin = [f"user es-admin on >{self.admin_password} ~* &* +@all"] if self.admin_password else []
+            f.write("\n".join(acl_lines(self.password, self.worker_password) + admin) + "\n")
         conf = os.path.join(self._dir, "server.conf")
         with open(conf, "w") as f:
             f.write(f"port {self.port}\nbind {self.host}\nprotected-mode yes\nsave \"\"\nappendonly no\n"
