@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: max(60 s, 5x the slowest chunk so far))")
     t.add_argument("--spot-checks", type=int, default=None,
                    help="redis: members the master replays itself each generation to catch lying workers "
-                        "(default: max(2, 3%% of the population), at most one per chunk)")
+                        "(default: one per 64 members, at least one, at most one per chunk)")
     t.add_argument("--chunks", type=int, default=8, help="redis: chunks per generation")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print the summary as one JSON line at the end")

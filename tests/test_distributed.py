@@ -216,17 +216,19 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     master = subprocess.Popen([sys.executable, "-m", "es", "train", "cartpole", "--redis", "--population", "1024",
                                "--generations", "100000", "--reward-goal", "1e9", "--out", str(run), "--no-progress"],
                               env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and not ((run / "metrics.jsonl").exists()
-                                          and len((run / "metrics.jsonl").read_text().splitlines()) >= 2):
-        time.sleep(0.05)
-    kids = _children(master.pid)
-    server_dirs = list(set(Path(tempfile.gettempdir()).glob("es-redis-*")) - before)
-    assert len(kids) == 3 and len(server_dirs) == 1, kids      # the server and two workers
-    assert any("server" in c for _, c in kids)
-    assert all("PASSWORD" not in c and "es-master:" not in c for _, c in kids)   # nothing secret in ps
-    master.send_signal(signal.SIGTERM)
-    _, err = master.communicate(timeout=60)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not ((run / "metrics.jsonl").exists()
+                                              and len((run / "metrics.jsonl").read_text().splitlines()) >= 3):
+            time.sleep(0.05)   # 3 lines: metrics are written before their checkpoint, so 2 are saved
+        kids = _children(master.pid)
+        server_dirs = list(set(Path(tempfile.gettempdir()).glob("es-redis-*")) - before)
+        assert len(kids) == 3 and len(server_dirs) == 1, kids      # the server and two workers
+        assert any("server" in c for _, c in kids)
+        assert all("PASSWORD" not in c and "es-master:" not in c for _, c in kids)   # nothing secret in ps
+    finally:
+        master.send_signal(signal.SIGTERM)
+        _, err = master.communicate(timeout=60)
     assert master.returncode == 143, err
     assert "terminated; the last checkpoint is intact" in err
     time.sleep(0.5)

@@ -12,7 +12,7 @@ Nothing a single message (or a wrong-typed key) does can stop or stall a run:
 * keys of the wrong type are deleted and rebuilt; an altered task record is published again.
 
 Lying workers: evaluation is a pure function of (parameters, seed), so the master replays a
-few members itself every generation (``spot_checks``, chosen with a generator seeded from
+few members itself every generation (``spot_checks``, default one per 64 members, chosen with a generator seeded from
 ``secrets`` so no worker can predict them) and compares bit for bit. On a mismatch the
 worker is banned for the rest of the run, all its results of the generation are discarded
 and their chunks requeued. A center return that would stop the run at its goal is replayed
@@ -20,10 +20,12 @@ too before it is believed.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import secrets
 import sys
+import threading
 import time
 
 import numpy as np
@@ -67,7 +69,7 @@ class RedisEvaluator:
         self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable spot checks
         self.banned: dict = {}                       # worker id -> reason
         self.counts = dict.fromkeys(("dropped", "stale", "banned_results", "errors", "repaired"), 0)   # per generation
-        self.accepted: list = []                     # (generation, chunk id, worker) of every result used
+        self.accepted: list = []     # (generation, chunk id, worker, returns digest) of every result used
         self._slowest = 0.0                          # seconds from queueing to result, slowest chunk so far
 
     # ---- helpers ----
@@ -121,9 +123,7 @@ class RedisEvaluator:
         now = self.link.server_time()
         queued_at = dict.fromkeys(gen["jobs"], now)
         first_queued = dict(queued_at)
-        t_check = time.perf_counter()
-        checks = self._spot_check(task, seeds, bounds)
-        t_check = time.perf_counter() - t_check
+        replay = _Replay(self._spot_check, task, seeds, bounds)   # runs while the workers work
         returns = np.full(pop, np.nan)
         lengths = np.zeros(pop, dtype=np.int64)
         done: dict = {}                      # chunk id -> worker
@@ -165,7 +165,7 @@ class RedisEvaluator:
                 if (jid == center_chunk) != (res["center"] is not None):
                     self._drop(f"chunk {jid} {'lacks' if jid == center_chunk else 'has'} a center return")
                     continue
-                lie = self._compare(checks, a, b, res)
+                lie = self._compare(replay.checks(), a, b, res)
                 if lie is not None:
                     lost = [j for j, w in done.items() if w == res["worker"]]
                     self.banned[res["worker"]] = lie
@@ -182,7 +182,7 @@ class RedisEvaluator:
                 if res["center"] is not None:
                     center = (*res["center"], res["worker"])
                 done[jid] = res["worker"]
-                self.accepted.append((g, jid, res["worker"]))
+                self.accepted.append((g, jid, res["worker"], hashlib.sha256(res["returns"].tobytes()).hexdigest()[:16]))
                 self._slowest = max(self._slowest, self.link.server_time() - first_queued[jid])
                 last_news = time.monotonic()
             if time.monotonic() - last_check > min(1.0, self.lease_seconds / 4):
@@ -193,8 +193,9 @@ class RedisEvaluator:
                 leases = self._redis(self.link.client.hlen, P.LEASES, key=P.LEASES)
                 self.log(f"redis: generation {g}: {len(chunk_of) - len(done)} of {len(chunk_of)} chunks pending, "
                          f"{leases} being worked on; start workers with: python -m es worker --redis URL")
+        checks = replay.checks()
         info = {"workers": len(set(done.values())), "requeued": requeued, "spot_checked": len(checks),
-                "spot_check_seconds": t_check,
+                "spot_check_seconds": replay.seconds,
                 "discarded": discarded, "banned": len(self.banned), **self.counts}
         self.counts = dict.fromkeys(self.counts, 0)
         self._task, self._center_reporter = task, (center[2] if center else None)
@@ -203,7 +204,7 @@ class RedisEvaluator:
     # ---- lying workers ----
     def _spot_check(self, task, seeds, bounds) -> dict:
         """member -> (return, length) measured here, for ``spot_checks`` members in distinct chunks."""
-        k = self.spot_checks if self.spot_checks is not None else max(2, math.ceil(0.03 * task.population))
+        k = self.spot_checks if self.spot_checks is not None else max(1, math.ceil(task.population / 64))
         k = min(k, len(bounds))
         if k <= 0:
             return {}
@@ -325,3 +326,28 @@ class RedisEvaluator:
             self.link.client.close()
         except Exception:
             pass
+
+
+class _Replay:
+    """The master's own evaluation of the spot-checked members, in a thread: the master is
+    otherwise idle while it waits for results (ALE and NumPy release the GIL)."""
+
+    def __init__(self, fn, *args):
+        self._out, self._error, self.seconds = {}, None, 0.0
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args):
+        t0 = time.perf_counter()
+        try:
+            self._out = fn(*args)
+        except Exception as exc:   # the master's own environment failed: no checks this generation
+            self._error = exc
+        self.seconds = time.perf_counter() - t0
+
+    def checks(self) -> dict:
+        self._thread.join()
+        if self._error is not None:
+            raise ESError(f"the master could not replay its spot checks: {self._error.__class__.__name__}: "
+                          f"{self._error}")
+        return self._out
