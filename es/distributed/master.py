@@ -176,6 +176,7 @@ class RedisEvaluator:
                         requeued += self._requeue(j, gen, queued_at, "its worker was banned")
                     if center is not None and center[2] == res["worker"]:
                         center = None
+                    self.accepted = [e for e in self.accepted if not (e[0] == g and e[2] == res["worker"])]
                     discarded += len(lost) + 1
                     continue
                 returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
