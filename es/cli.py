@@ -29,6 +29,8 @@ _TRAIN_FLAGS = [
     ("--momentum", float, "SGD momentum"),
     ("--weight-decay", float, "L2 penalty on the parameters (not on the fitness)"),
     ("--shaping", str, "fitness shaping: centered_ranks, z_score or raw"),
+    ("--noise", str, "seeds (default: noise drawn from seeded generators) or table (slices of a shared "
+                     "128 MiB table: for large populations and networks)"),
     ("--episodes-per-member", int, "episodes averaged per member"),
     ("--center-episodes", int, "episodes of the unperturbed center each generation"),
     ("--reward-goal", float, "stop once the center's mean return reaches this ..."),

@@ -20,6 +20,7 @@ class ESConfig:
     momentum: float = 0.9
     weight_decay: float = 0.0
     antithetic: bool = True
+    noise: str = "seeds"   # "seeds" (a generator per block of pairs) or "table" (shared table, es.noise_table)
     shaping: str = "centered_ranks"
     generations: int = 200
     episodes_per_member: int = 1
@@ -79,6 +80,7 @@ class ESConfig:
              f"--solve-threshold must be a number, got {self.solve_threshold}")
         need(is_int(self.seed) and 0 <= self.seed < 2 ** 63, f"--seed must be a non-negative integer, got {self.seed}")
         need(is_int(self.eval_episodes) and self.eval_episodes >= 1, f"--eval-episodes must be >= 1, got {self.eval_episodes}")
+        need(self.noise in ("seeds", "table"), f"--noise must be seeds or table, got {self.noise!r}")
         need(is_int(self.workers) and self.workers >= 1, f"--workers must be an integer >= 1, got {self.workers}")
         need(all(is_int(h) and h >= 1 for h in self.hidden), f"--hidden must be positive layer sizes, got {self.hidden}")
         need(self.max_steps is None or (is_int(self.max_steps) and self.max_steps >= 1),

@@ -21,12 +21,17 @@ blocks cost nothing up front and their memory is bounded by the block. A worker 
 members ``[a, b)`` regenerates at most two blocks it does not fully use.
 
 The global ``np.random`` state is never touched.
+
+``scheme="table"`` (``--noise table``, ``es.noise_table``) takes each pair's noise from a
+shared table instead: the same interface, no drawing, for populations and networks where
+drawing would dominate (``benchmarks/scale.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 PAIRS_PER_BLOCK = 16
+SCHEMES = ("seeds", "table")
 
 # Stream tags: noise, episode seeds and parameter initialisation never share a stream.
 NOISE, EPISODES, INIT = 0, 1, 2
@@ -50,8 +55,10 @@ def member_pairs(members: np.ndarray, antithetic: bool) -> tuple[np.ndarray, np.
     return members, np.ones(len(members), dtype=np.float32)
 
 
-def pair_noise(seed: int, generation: int, pairs: np.ndarray, dim: int) -> np.ndarray:
+def pair_noise(seed: int, generation: int, pairs: np.ndarray, dim: int, scheme: str = "seeds") -> np.ndarray:
     """Noise of the given pair indices, ``(len(pairs), dim)`` float32, one block at a time."""
+    if scheme != "seeds":
+        return _table_module(scheme).pair_noise(seed, generation, pairs, dim)
     pairs = np.asarray(pairs, dtype=np.int64)
     out = np.empty((len(pairs), dim), dtype=np.float32)
     blocks = pairs // PAIRS_PER_BLOCK
@@ -61,13 +68,15 @@ def pair_noise(seed: int, generation: int, pairs: np.ndarray, dim: int) -> np.nd
     return out
 
 
-def antithetic_noise(seed: int, generation: int, members: np.ndarray, dim: int, antithetic: bool = True) -> np.ndarray:
+def antithetic_noise(seed: int, generation: int, members: np.ndarray, dim: int, antithetic: bool = True,
+                     scheme: str = "seeds") -> np.ndarray:
     """Signed noise of each member id: ``(len(members), dim)`` float32."""
     pairs, signs = member_pairs(members, antithetic)
-    return pair_noise(seed, generation, pairs, dim) * signs[:, None]
+    return pair_noise(seed, generation, pairs, dim, scheme) * signs[:, None]
 
 
-def weighted_noise_sum(seed: int, generation: int, weights: np.ndarray, dim: int, antithetic: bool = True) -> np.ndarray:
+def weighted_noise_sum(seed: int, generation: int, weights: np.ndarray, dim: int, antithetic: bool = True,
+                       scheme: str = "seeds") -> np.ndarray:
     """``sum_i weights[i] * noise_i`` over members ``0..len(weights)-1``, float32 ``(dim,)``.
 
     Memory-bounded like OpenAI's ``batched_weighted_sum``: only one block of noise lives at a
@@ -78,12 +87,21 @@ def weighted_noise_sum(seed: int, generation: int, weights: np.ndarray, dim: int
         pair_weights = weights[0::2] - weights[1::2]
     else:
         pair_weights = weights
+    if scheme != "seeds":
+        return _table_module(scheme).weighted_pair_sum(seed, generation, pair_weights, dim)
     total = np.zeros(dim, dtype=np.float32)
     for start in range(0, len(pair_weights), PAIRS_PER_BLOCK):
         w = pair_weights[start:start + PAIRS_PER_BLOCK]
         block = noise_block(seed, generation, start // PAIRS_PER_BLOCK, dim)
         total += w @ block[:len(w)]
     return total
+
+
+def _table_module(scheme: str):
+    if scheme != "table":
+        raise ValueError(f"noise scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+    from . import noise_table
+    return noise_table
 
 
 def episode_seeds(seed: int, generation: int, count: int) -> np.ndarray:

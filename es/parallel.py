@@ -147,7 +147,7 @@ class ParallelEvaluator:
     def _dispatch(self, task: GenerationTask, seeds, center_seeds):
         from joblib import delayed
         fields = {"seed": task.seed, "generation": task.generation, "sigma": task.sigma,
-                  "antithetic": task.antithetic, "population": task.population}
+                  "antithetic": task.antithetic, "population": task.population, "noise": task.noise}
         seeds = [int(s) for s in seeds]
         center_seeds = [int(s) for s in center_seeds] if center_seeds is not None else []
         bounds = chunk_bounds(task.population, self.workers * self.chunks_per_worker)

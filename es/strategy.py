@@ -36,13 +36,15 @@ class GenerationTask:
     antithetic: bool
     population: int
     center: np.ndarray  # float32, (dim,)
+    noise: str = "seeds"   # es.noise scheme: "seeds" or "table"
 
     def member_params(self, members) -> np.ndarray:
         """Parameters of the given member ids, ``(len(members), dim)`` float32."""
         members = np.asarray(members, dtype=np.int64)
         if members.size and (members.min() < 0 or members.max() >= self.population):
             raise ValueError(f"member ids must lie in [0, {self.population}), got {members.min()}..{members.max()}")
-        eps = noise.antithetic_noise(self.seed, self.generation, members, self.center.size, self.antithetic)
+        eps = noise.antithetic_noise(self.seed, self.generation, members, self.center.size, self.antithetic,
+                                     self.noise)
         return self.center[None, :] + np.float32(self.sigma) * eps
 
 
@@ -58,22 +60,29 @@ def check_hyperparameters(population: int, sigma: float, antithetic: bool) -> No
 class OpenES:
     def __init__(self, center: np.ndarray, optimizer: Optimizer, *, population: int, sigma: float, seed: int,
                  antithetic: bool = True, shaping: Callable[[np.ndarray], np.ndarray] = centered_ranks,
-                 generation: int = 0):
+                 generation: int = 0, noise_scheme: str = "seeds"):
         check_hyperparameters(population, sigma, antithetic)
+        if noise_scheme not in noise.SCHEMES:
+            raise ValueError(f"noise must be one of {', '.join(noise.SCHEMES)}, got {noise_scheme!r}")
+        if noise_scheme == "table":
+            from .noise_table import check_dim
+            check_dim(np.asarray(center).size)
+        self.noise_scheme = noise_scheme
         self.center = np.asarray(center, dtype=np.float32).copy()
         self.optimizer, self.population, self.sigma = optimizer, int(population), float(sigma)
         self.seed, self.antithetic, self.shaping, self.generation = int(seed), bool(antithetic), shaping, int(generation)
 
     def ask(self) -> GenerationTask:
         return GenerationTask(self.seed, self.generation, self.sigma, self.antithetic, self.population,
-                              self.center.copy())
+                              self.center.copy(), self.noise_scheme)
 
     def gradient(self, returns) -> np.ndarray:
         returns = np.asarray(returns, dtype=np.float64)
         if returns.shape != (self.population,):
             raise ValueError(f"tell() needs one return per member: expected shape ({self.population},), got {returns.shape}")
         weights = self.shaping(returns)
-        total = noise.weighted_noise_sum(self.seed, self.generation, weights, self.center.size, self.antithetic)
+        total = noise.weighted_noise_sum(self.seed, self.generation, weights, self.center.size, self.antithetic,
+                                         self.noise_scheme)
         return total / np.float32(self.population * self.sigma)
 
     def tell(self, returns) -> dict:

@@ -128,7 +128,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                                config.momentum, config.weight_decay)
     strategy = OpenES(_initial_center(config, problem, resume), optimizer, population=config.population,
                       sigma=config.sigma, seed=config.seed, antithetic=config.antithetic,
-                      shaping=SHAPINGS[config.shaping])
+                      shaping=SHAPINGS[config.shaping], noise_scheme=config.noise)
     state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}
     metrics: list[dict] = []
     if run_dir is not None and resume:

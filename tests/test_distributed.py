@@ -68,6 +68,18 @@ def test_same_parameters_as_one_process_for_any_worker_count(server, workers):
     assert [m["center_return"] for m in got.metrics] == [m["center_return"] for m in reference.metrics]
 
 
+def test_the_noise_table_travels_as_one_field_and_stays_identical(server):
+    """--noise table through Redis: workers slice their own copy of the table."""
+    cfg = config(noise="table")
+    reference = es.train(cfg, final_eval=False)
+    procs = start_workers(server.worker_url, 2)
+    try:
+        got = run_master(server.url, cfg, chunks=5)
+    finally:
+        stop(procs)
+    assert np.array_equal(got.center, reference.center)
+
+
 def test_kill_minus_nine_of_a_worker_mid_generation(server):
     cfg = config(population=512, episodes_per_member=4, generations=3)
     reference = es.train(cfg, final_eval=False)

@@ -8,7 +8,8 @@ key            type    contents
 ``es:task``    hash    the current generation: ``run`` (random id of this master
                        process), ``nonce`` (random, new every generation),
                        ``generation``, ``seed``, ``sigma``, ``antithetic``,
-                       ``population``, ``center`` (raw float32 bytes), ``shape`` and
+                       ``population``, ``noise`` (seeds or table),
+                       ``center`` (raw float32 bytes), ``shape`` and
                        ``dtype`` (JSON), ``sha256`` of the center bytes, ``problem``
                        (JSON spec), ``seeds``, ``center_seeds`` (JSON), ``max_length``
                        (most env steps one episode may take), ``lease_seconds``.
@@ -110,14 +111,14 @@ def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonc
     raw = center.tobytes()
     return {"run": run, "nonce": nonce, "generation": str(task.generation), "seed": str(task.seed),
             "sigma": repr(float(task.sigma)), "antithetic": "1" if task.antithetic else "0",
-            "population": str(task.population), "center": raw, "shape": json.dumps(list(center.shape)),
+            "population": str(task.population), "noise": task.noise, "center": raw, "shape": json.dumps(list(center.shape)),
             "dtype": json.dumps("<f4"), "sha256": hashlib.sha256(raw).hexdigest(),
             "problem": json.dumps(problem_spec, sort_keys=True), "seeds": json.dumps([int(s) for s in seeds]),
             "center_seeds": json.dumps([int(s) for s in (center_seeds if center_seeds is not None else [])]),
             "max_length": str(int(max_length)), "lease_seconds": repr(float(lease_seconds))}
 
 
-DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "sha256", "shape", "dtype",
+DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "sha256", "shape", "dtype",
                  "problem", "seeds", "center_seeds", "max_length")
 
 
@@ -150,7 +151,7 @@ def decode_task(record: dict):
     the problem spec against the allow-list of ``validate_spec``, sizes against bounds."""
     from ..strategy import GenerationTask
     rec = {_text(k): v for k, v in record.items()}
-    need = {"run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "center", "shape", "dtype",
+    need = {"run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "center", "shape", "dtype",
             "sha256", "problem", "seeds", "center_seeds", "max_length", "lease_seconds"}
     if not need <= set(rec):
         raise BadPayload(f"task record lacks {sorted(need - set(rec))}")
@@ -163,6 +164,8 @@ def decode_task(record: dict):
     sigma = _float(rec["sigma"], "sigma", 1e-12, 1e6)
     if _text(rec["antithetic"]) not in ("0", "1"):
         raise BadPayload("antithetic must be 0 or 1")
+    if _text(rec["noise"]) not in ("seeds", "table"):
+        raise BadPayload(f"noise must be seeds or table, got {_text(rec['noise'])[:40]!r}")
     try:
         shape, dtype = json.loads(rec["shape"]), json.loads(rec["dtype"])
     except (TypeError, ValueError):
@@ -183,7 +186,7 @@ def decode_task(record: dict):
         raise BadPayload("problem spec is not JSON") from None
     validate_spec(spec)
     task = GenerationTask(seed=seed, generation=generation, sigma=sigma, antithetic=_text(rec["antithetic"]) == "1",
-                          population=population, center=center)
+                          population=population, center=center, noise=_text(rec["noise"]))
     return task, spec, _seed_list(rec["seeds"], "seeds"), _seed_list(rec["center_seeds"], "center_seeds"), meta
 
 

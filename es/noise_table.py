@@ -1,0 +1,94 @@
+"""Perturbations as slices of one shared table of Gaussian noise (``--noise table``).
+
+Rebuilding every member's noise from its seed (``es.noise``, the default) costs one Gaussian
+draw per parameter per antithetic pair, in every worker and again in the master's update:
+10.5 s per generation at population 16,384 x 100k parameters on one core, most of it drawing
+numbers. OpenAI's ES (Salimans et al. 2017) instead gives every host the same table of
+Gaussian noise and sends members as offsets into it. Here:
+
+* The table: ``TABLE_SIZE`` float32 draws (128 MiB), built on every host from integers alone:
+  chunk ``c`` of ``CHUNK`` values is drawn by ``rng_for(TABLE_SEED, TABLE, c)``. Chunks are
+  drawn in threads (NumPy releases the GIL while it draws), so the build takes about 0.3 s on
+  two cores, once per process, and its contents do not depend on the number of threads.
+* Pair ``k`` of generation ``g`` of run ``seed`` is the slice ``table[o : o + dim]`` with
+  ``o`` the ``k``-th 64-bit word of ``SeedSequence(seed, spawn_key=(OFFSETS, g))`` modulo
+  ``TABLE_SIZE - dim + 1``. Any worker finds any member's noise without shared state:
+  still "noise from integers alone".
+* The master's update ``sum_k w_k * table[o_k : o_k + dim]`` is one pass over memory with
+  no drawing: 0.3 s at 16,384 x 100k (``benchmarks/scale.py``). Its order of summation is
+  fixed, so the result is bit-identical for any number of workers.
+
+The cost: members are not independent draws. Two pairs whose offsets lie within ``dim`` of
+each other share values, shifted; a shifted copy of white noise is uncorrelated with the
+original, so the gradient estimate stays unbiased (OpenAI used 250M values for 1M+ parameters).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .noise import rng_for
+
+TABLE_SIZE = 1 << 25          # float32 values: 128 MiB
+CHUNK = 1 << 20               # values drawn per generator
+TABLE_SEED = 0                # the same table for every run: offsets carry the run seed
+TABLE, OFFSETS = 3, 4         # stream tags (es.noise uses 0..2)
+
+_table: np.ndarray | None = None
+
+
+def shared_table() -> np.ndarray:
+    """The read-only noise table, built on first use in this process."""
+    global _table
+    if _table is None:
+        table = np.empty(TABLE_SIZE, dtype=np.float32)
+
+        def fill(c):
+            rng_for(TABLE_SEED, TABLE, c).standard_normal(dtype=np.float32, out=table[c * CHUNK:(c + 1) * CHUNK])
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            list(pool.map(fill, range(TABLE_SIZE // CHUNK)))
+        table.flags.writeable = False
+        _table = table
+    return _table
+
+
+def check_dim(dim: int) -> None:
+    if dim > TABLE_SIZE // 2:
+        raise ValueError(f"the noise table holds {TABLE_SIZE:,} values, too few for {dim:,} parameters; "
+                         "use --noise seeds")
+
+
+def pair_offsets(seed: int, generation: int, pairs, dim: int) -> np.ndarray:
+    """Offset into the table of each pair index."""
+    check_dim(dim)
+    pairs = np.asarray(pairs, dtype=np.int64)
+    if pairs.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    words = np.random.SeedSequence(int(seed), spawn_key=(OFFSETS, int(generation))).generate_state(
+        int(pairs.max()) + 1, dtype=np.uint64)
+    return (words[pairs] % np.uint64(TABLE_SIZE - dim + 1)).astype(np.int64)
+
+
+def pair_noise(seed: int, generation: int, pairs, dim: int) -> np.ndarray:
+    """Noise of the given pair indices, ``(len(pairs), dim)`` float32."""
+    table = shared_table()
+    offsets = pair_offsets(seed, generation, pairs, dim)
+    out = np.empty((len(offsets), dim), dtype=np.float32)
+    for row, o in enumerate(offsets):
+        out[row] = table[o:o + dim]
+    return out
+
+
+def weighted_pair_sum(seed: int, generation: int, pair_weights, dim: int) -> np.ndarray:
+    """``sum_k pair_weights[k] * noise_k``, float32 ``(dim,)``, pairs summed in index order."""
+    table = shared_table()
+    pair_weights = np.asarray(pair_weights, dtype=np.float32)
+    offsets = pair_offsets(seed, generation, np.arange(len(pair_weights)), dim)
+    total = np.zeros(dim, dtype=np.float32)
+    scaled = np.empty(dim, dtype=np.float32)
+    for w, o in zip(pair_weights, offsets):
+        np.multiply(table[o:o + dim], w, out=scaled)
+        total += scaled
+    return total
