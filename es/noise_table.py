@@ -71,10 +71,15 @@ def pair_offsets(seed: int, generation: int, pairs, dim: int) -> np.ndarray:
     return (words[pairs] % np.uint64(TABLE_SIZE - dim + 1)).astype(np.int64)
 
 
+GATHER_BELOW = 1024   # parameters: below, one fancy-indexed gather per block of pairs beats a slice per pair
+
+
 def pair_noise(seed: int, generation: int, pairs, dim: int) -> np.ndarray:
     """Noise of the given pair indices, ``(len(pairs), dim)`` float32."""
     table = shared_table()
     offsets = pair_offsets(seed, generation, pairs, dim)
+    if dim < GATHER_BELOW:
+        return table[offsets[:, None] + np.arange(dim)]
     out = np.empty((len(offsets), dim), dtype=np.float32)
     for row, o in enumerate(offsets):
         out[row] = table[o:o + dim]
@@ -82,13 +87,19 @@ def pair_noise(seed: int, generation: int, pairs, dim: int) -> np.ndarray:
 
 
 def weighted_pair_sum(seed: int, generation: int, pair_weights, dim: int) -> np.ndarray:
-    """``sum_k pair_weights[k] * noise_k``, float32 ``(dim,)``, pairs summed in index order."""
+    """``sum_k pair_weights[k] * noise_k``, float32 ``(dim,)``. The order of summation depends
+    on ``dim`` only, so the master's update is the same whoever evaluated the members."""
     table = shared_table()
     pair_weights = np.asarray(pair_weights, dtype=np.float32)
     offsets = pair_offsets(seed, generation, np.arange(len(pair_weights)), dim)
     total = np.zeros(dim, dtype=np.float32)
+    if dim < GATHER_BELOW:   # small policies: Python overhead per pair would dominate
+        rows_per_block, columns = max(1, (1 << 18) // dim), np.arange(dim)
+        for s in range(0, len(offsets), rows_per_block):
+            total += pair_weights[s:s + rows_per_block] @ table[offsets[s:s + rows_per_block, None] + columns]
+        return total
     scaled = np.empty(dim, dtype=np.float32)
-    for w, o in zip(pair_weights, offsets):
+    for w, o in zip(pair_weights, offsets):   # one pass over memory per pair, nothing drawn
         np.multiply(table[o:o + dim], w, out=scaled)
         total += scaled
     return total

@@ -50,11 +50,14 @@ def test_weighted_sum_matches_the_explicit_sum_and_a_plain_loop_bit_for_bit():
         eps = noise.antithetic_noise(9, 4, np.arange(70), 300, anti, scheme="table")
         got = noise.weighted_noise_sum(9, 4, w, 300, anti, scheme="table")
         assert np.allclose(got, w @ eps, atol=1e-4)
+    dim = noise_table.GATHER_BELOW + 5   # the slice-per-pair path; the gather path is checked above
     pair_w = w[0::2] - w[1::2]
-    loop = np.zeros(300, np.float32)
-    for k, o in enumerate(noise_table.pair_offsets(9, 4, np.arange(35), 300)):
-        loop += pair_w[k] * noise_table.shared_table()[o:o + 300]
-    assert np.array_equal(noise.weighted_noise_sum(9, 4, w, 300, True, scheme="table"), loop)
+    loop = np.zeros(dim, np.float32)
+    for k, o in enumerate(noise_table.pair_offsets(9, 4, np.arange(35), dim)):
+        loop += pair_w[k] * noise_table.shared_table()[o:o + dim]
+    assert np.array_equal(noise.weighted_noise_sum(9, 4, w, dim, True, scheme="table"), loop)
+    eps = noise.antithetic_noise(9, 4, np.arange(70), dim, scheme="table")
+    assert np.allclose(noise.weighted_noise_sum(9, 4, w, dim, True, scheme="table"), w @ eps, atol=1e-4)
 
 
 def test_the_gradient_estimate_points_uphill():
