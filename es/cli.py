@@ -90,7 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--spot-checks", type=int, default=None,
                    help="redis: members the master replays itself each generation to catch lying workers "
                         "(default: one per 64 members, at least one, at most one per chunk)")
-    t.add_argument("--chunks", type=int, default=8, help="redis: chunks per generation")
+    t.add_argument("--chunks", type=int, default=None,
+                   help="redis/dask: chunks per generation (default: 8 for redis, 4 per worker for dask)")
+    t.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="evaluate on a Dask cluster: 'local' starts a LocalCluster of --workers processes "
+                        "(default: one per core); tcp://HOST:8786 uses a running dask.distributed scheduler")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print the summary as one JSON line at the end")
 
@@ -154,8 +158,12 @@ def cmd_train(args) -> int:
         config = config_for(args.env, **given, init=str(args.init) if args.init is not None else None)
         run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"run directory: {run_dir}", file=sys.stderr)
+    if args.redis is not None and args.dask is not None:
+        raise ESError("--redis and --dask are two ways to distribute the same run: pick one")
     if args.redis is not None:
         result = _train_with_redis(args, config, run_dir)
+    elif args.dask is not None:
+        result = _train_with_dask(args, config, run_dir)
     else:
         result = train(config, run_dir=run_dir, resume=args.resume is not None, progress=not args.no_progress)
     s = result.summary
@@ -176,6 +184,7 @@ def _train_with_redis(args, config, run_dir):
     from .distributed.master import RedisEvaluator
     from .train import make_problem_for, train
     from .distributed.connection import read_password
+    args.chunks = 8 if args.chunks is None else args.chunks
     if not (0 < args.lease_seconds <= 3600) or args.chunks < 1:
         raise ESError("--lease-seconds must be in (0, 3600] and --chunks >= 1")
     if args.spot_checks is not None and args.spot_checks < 0:
@@ -222,6 +231,21 @@ def _train_with_redis(args, config, run_dir):
                 p.kill()
         if server is not None:
             server.stop()
+
+
+def _train_with_dask(args, config, run_dir):
+    from .distributed.dask_evaluator import DaskEvaluator
+    from .train import make_problem_for, train
+    if args.chunks is not None and args.chunks < 1:
+        raise ESError(f"--chunks must be >= 1, got {args.chunks}")
+    problem = make_problem_for(config, one_thread=True)   # a Dask worker process per core
+    workers = config.workers if "workers" in _given(args) else None
+    evaluator = DaskEvaluator(problem, args.dask, workers=workers, chunks=args.chunks)
+    try:
+        return train(config, problem, run_dir=run_dir, resume=args.resume is not None, evaluator=evaluator,
+                     progress=not args.no_progress)
+    finally:
+        evaluator.close()
 
 
 def _given(args) -> set:

@@ -1,0 +1,142 @@
+"""``--dask``: the same evaluation on a Dask cluster, for users who outgrow one Redis.
+
+    python -m es train pong --dask local                 # a LocalCluster: --workers processes here
+    python -m es train pong --dask tcp://SCHEDULER:8786  # an existing dask.distributed cluster
+
+Dask brings what one Redis and hand-started workers lack at scale: a scheduler that places
+work on hundreds of hosts, restarts tasks of a worker that died, adaptive clusters on
+Kubernetes/SLURM/cloud (dask-kubernetes, dask-jobqueue), and a dashboard.
+
+Each generation the master encodes the task exactly as for Redis (``protocol.encode_task``:
+JSON and raw float32 bytes, validated by the worker with ``decode_task``), scatters it to the
+workers once, and submits one Dask task per chunk. A chunk returns a result payload
+(``protocol.encode_result`` bytes) that the master checks like a Redis result. Members'
+noise comes from ``(seed, generation, member)`` and returns are float64, so a run is
+bit-identical to a single process for any number of workers and any chunking.
+
+Trust: unlike the Redis path, this relies on the cluster being private. Dask's own protocol
+pickles the function it runs (here by reference, ``evaluate_chunk``) and anyone who can reach
+the scheduler can run code on the workers; use Dask's TLS security on shared networks.
+Workers are not spot-checked (they are yours); a result that fails the protocol's checks
+stops the run with the reason.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import sys
+
+import numpy as np
+
+from ..errors import ESError
+from ..evaluators import GenerationResult, evaluate_members
+from ..parallel import chunk_bounds
+from . import protocol as P
+
+_PROBLEMS: dict = {}
+_WORKER_ID = os.urandom(8)
+
+
+def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> bytes:
+    """Worker side: members ``[first, end)`` of the task ``record`` (and the center), as a
+    result payload."""
+    from ..envs import make_problem
+    from ..train import one_blas_thread
+    task, spec, seeds, center_seeds, meta = P.decode_task(record)
+    key = json.dumps(spec, sort_keys=True)
+    if key not in _PROBLEMS:
+        _PROBLEMS[key] = make_problem(spec)
+    with one_blas_thread():
+        r, lengths, cr, cl = evaluate_members(_PROBLEMS[key], task, np.arange(first, end), seeds,
+                                              center_seeds if with_center else None)
+    return P.encode_result(_WORKER_ID, meta["run"], meta["nonce"], meta["digest"], task.generation, first, r, lengths,
+                           (cr, cl) if with_center else None)
+
+
+class DaskEvaluator:
+    name = "dask"
+
+    def __init__(self, problem, address: str = "local", workers: int | None = None, chunks: int | None = None,
+                 log=None):
+        spec = problem.spec()
+        if spec.get("kind") == "function":
+            raise ESError("--dask needs an environment problem (a JSON spec every worker can rebuild)")
+        P.validate_spec(spec)
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise ESError("--dask needs dask.distributed: pip install -r requirements.txt") from None
+        self.problem, self.spec, self.log = problem, spec, log or (lambda m: print(m, file=sys.stderr))
+        self.episode_cap = getattr(problem, "episode_cap", None)
+        self.run = secrets.token_hex(8)
+        self._cluster = None
+        if address == "local":
+            n = workers or os.cpu_count() or 1
+            # One thread per worker process: environments and NumPy use the cores themselves.
+            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                         silence_logs=logging.ERROR)
+            self.client = Client(self._cluster)
+            where = f"a local cluster of {n} worker processes"
+        else:
+            if not address.startswith(("tcp://", "tls://", "ucx://", "ws://", "wss://")):
+                raise ESError(f"--dask takes 'local' or a scheduler address like tcp://HOST:8786, got {address!r}")
+            try:
+                self.client = Client(address, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise ESError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+            where = f"the Dask scheduler at {address}"
+        n_workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        self.chunks = int(chunks) if chunks else 4 * n_workers
+        self.log(f"dask: evaluating on {where} ({n_workers} workers, {self.chunks} chunks per generation)")
+
+    def evaluate(self, task, seeds, center_seeds) -> GenerationResult:
+        from dask.distributed import as_completed
+        g, pop = task.generation, task.population
+        cap = self.episode_cap or 2 ** 32 - 1
+        nonce = secrets.token_hex(8)
+        record = P.encode_task(task, self.spec, seeds, center_seeds, run=self.run, nonce=nonce, max_length=cap,
+                               lease_seconds=60.0)
+        digest = P.task_digest(record)
+        [shared] = self.client.scatter([record], broadcast=True, hash=False)   # one future for the whole record
+        bounds = chunk_bounds(pop, self.chunks)
+        with_center = [i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
+                       for i in range(len(bounds))]
+        futures = {self.client.submit(evaluate_chunk, shared, a, b, c, pure=False, retries=2): (a, b, c)
+                   for (a, b), c in zip(bounds, with_center)}
+        returns, lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
+        center = (None, 0)
+        caps = (min(2 ** 32 - 1, cap * len(seeds)),
+                min(2 ** 32 - 1, cap * (len(center_seeds) if center_seeds is not None else 0)))
+        try:
+            for fut in as_completed(futures):
+                a, b, c = futures[fut]
+                try:
+                    raw = fut.result()
+                except Exception as exc:   # the evaluation itself failed (after Dask's retries)
+                    raise ESError(f"dask: members {a}..{b - 1} of generation {g} failed: "
+                                  f"{exc.__class__.__name__}: {exc}") from None
+                try:
+                    res = P.decode_result(raw, caps[0], caps[1])
+                except P.BadPayload as exc:
+                    raise ESError(f"dask: a bad result for members {a}..{b - 1} of generation {g}: {exc}") from None
+                if (res["run"], res["nonce"], res["digest"], res["generation"], res["first"], res["count"]) != (
+                        self.run, nonce, digest, g, a, b - a) or (res["center"] is not None) != c:
+                    raise ESError(f"dask: the result for members {a}..{b - 1} of generation {g} does not match "
+                                  "its task")
+                returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
+                if c:
+                    center = res["center"]
+        finally:
+            for fut in futures:
+                fut.release()
+            shared.release()
+        return GenerationResult(returns, lengths, center[0], center[1], {"chunks": len(bounds)})
+
+    def close(self):
+        try:
+            self.client.close()
+        finally:
+            if self._cluster is not None:
+                self._cluster.close()
