@@ -13,7 +13,7 @@
   population 16,384 in chunks of 32, at 10 and ~92k parameters; bytes per generation in each
   direction counted by the server (CLIENT LIST) for the es-worker connections.
 
-    python benchmarks/scale.py [--budget 20] [--quick]
+    python benchmarks/scale.py [--budget 20] [--quick] [--replot saved.jsonl]
 
 All on this machine, single-threaded master (BLAS capped at one thread).
 """
@@ -180,20 +180,23 @@ def plot(path):
     import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     updates = [r for r in ROWS if r["kind"] == "master_update" and r["seconds"] is not None]
-    for scheme, style in (("seeds", "--"), ("table", "-")):
-        for dim in sorted({r["params"] for r in updates}):
+    for i, dim in enumerate(sorted({r["params"] for r in updates})):
+        for scheme, style in (("seeds", "--"), ("table", "-")):
             pts = sorted((r["population"], r["seconds"]) for r in updates if r["noise"] == scheme and r["params"] == dim)
             if pts:
-                a.plot(*zip(*pts), style, marker="o", label=f"{scheme}, {dim:,} params")
+                a.plot(*zip(*pts), style, marker="o", color=f"C{i}", label=f"{scheme}, {dim:,} params")
     a.axhline(1.0, color="grey", lw=0.8)
+    a.text(260, 1.1, "1 s", color="grey", fontsize=8)
     a.set(xscale="log", yscale="log", xlabel="population", ylabel="seconds per update (one core)",
           title="master update: noise drawn from seeds vs table")
-    a.legend(fontsize=7)
+    a.legend(fontsize=7, loc="upper left", ncol=2)
+    a.set_ylim(top=300)
     redis_rows = [r for r in ROWS if r["kind"] == "redis_master"]
     for dim in sorted({r["params"] for r in redis_rows}):
         pts = sorted((r["workers"], r["members_per_second"]) for r in redis_rows if r["params"] == dim)
         b.plot(*zip(*pts), marker="o", label=f"{dim:,} params")
-    b.set(xscale="log", xlabel="simulated workers", ylabel="members per second",
+    b.set_ylim(bottom=0)
+    b.set(xscale="log", xlabel="simulated workers (threads of one process, same 2 cores)", ylabel="members per second",
           title="master through Redis (population 16,384, chunks of 32)")
     b.legend(fontsize=8)
     fig.tight_layout()
@@ -205,8 +208,11 @@ def main():
     ap.add_argument("--budget", type=float, default=20.0, help="skip update points estimated above this (s)")
     ap.add_argument("--quick", action="store_true", help="fewer points (a smoke test)")
     ap.add_argument("--plot", default=str(ROOT / "docs" / "scale.png"))
+    ap.add_argument("--replot", type=Path, default=None, metavar="JSONL", help="only plot these saved lines")
     args = ap.parse_args()
-    if args.quick:
+    if args.replot is not None:
+        ROWS.extend(json.loads(line) for line in args.replot.read_text().splitlines() if line.strip())
+    elif args.quick:
         master_update([256, 1024], [10, 3531], args.budget)
         redis_master([1, 4], [()], population=2048, generations=1)
     else:

@@ -52,11 +52,12 @@ def _hidden(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import registry
     from .envs import KNOWN
     p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    envs = "\n".join(f"  {name:<10} {entry['env_id'] if entry['env_id'] != name else 'Atari Pong, 42x42x4 pixels'}"
-                     for name, entry in KNOWN.items())
+    envs = "\n".join([f"  {name:<10} {entry['env_id']}" for name, entry in KNOWN.items()]
+                     + [f"  {name:<10} {entry.title}" for name, entry in registry.envs().items() if name not in KNOWN])
     t = sub.add_parser("train", help="train a policy with ES", formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Train a policy with OpenAI-ES. Each known environment comes with defaults that "
                                    "train well; any flag overrides them.",

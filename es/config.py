@@ -85,11 +85,10 @@ class ESConfig:
         need(all(is_int(h) and h >= 1 for h in self.hidden), f"--hidden must be positive layer sizes, got {self.hidden}")
         need(self.max_steps is None or (is_int(self.max_steps) and self.max_steps >= 1),
              f"--max-steps must be a positive integer, got {self.max_steps}")
-        if self.env == "pong":
-            need(self.extra.get("policy", "dense") in ("dense", "conv"),
-                 f"--policy must be dense or conv, got {self.extra.get('policy')!r}")
-            n = self.extra.get("num_envs", 128)
-            need(is_int(n) and n >= 1, f"--num-envs must be a positive integer, got {n}")
+        from . import registry
+        plugin = registry.env(self.env)
+        if plugin is not None and plugin.check_config is not None:
+            plugin.check_config(self)
         return self
 
 

@@ -95,7 +95,8 @@ class ParallelEvaluator:
         spec = problem.spec()
         # Environments travel as a JSON spec and are rebuilt once per worker; a Python
         # function problem travels as itself (loky pickles it; it never leaves this machine).
-        self._key = json.dumps(spec, sort_keys=True) if spec.get("kind") in ("env", "pong") else None
+        from .envs import rebuildable
+        self._key = json.dumps(spec, sort_keys=True) if rebuildable(spec) else None
         self._parallel = Parallel(n_jobs=self.workers, backend="loky", max_nbytes=0)
         self._parallel.__enter__()
         self._timing = {"local": None, "parallel": None}

@@ -96,7 +96,5 @@ def make_policy(spec: dict):
     if kind == "mlp":
         return MLPPolicy(spec["obs_dim"], spec["act_dim"], spec.get("hidden", ()), spec.get("discrete", True),
                          spec.get("low"), spec.get("high"))
-    if kind == "pong_conv" or kind == "pong_dense":
-        from pong.policy import make_pong_policy
-        return make_pong_policy(spec)
-    raise ValueError(f"unknown policy type {kind!r}")
+    from . import registry   # policies of plug-ins (e.g. Pong's)
+    return registry.policy_factory(kind)(spec)

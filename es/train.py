@@ -53,14 +53,10 @@ def make_problem_for(config: ESConfig, one_thread: bool | None = None):
     """The problem of ``config``; ``one_thread`` (default: with several workers) makes each
     process step its environments on one thread."""
     one_thread = config.workers > 1 if one_thread is None else one_thread
-    if config.env == "pong":
-        from pong.problem import PongProblem
-        policy = config.extra.get("policy", "dense")
-        spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6,
-                                                               "hidden": list(config.hidden)}
-        # With several worker processes, each steps its games on one thread.
-        return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128),
-                           threads=1 if one_thread else 0)
+    from . import registry
+    plugin = registry.env(config.env)
+    if plugin is not None:
+        return plugin.make_problem(config, one_thread)
     from .envs import EnvProblem, resolve
     _, entry = resolve(config.env)
     return EnvProblem(entry["env_id"], config.hidden, config.max_steps)

@@ -56,7 +56,8 @@ class RedisEvaluator:
                  log=None, spot_checks: int | None = None, chunk_deadline: float | None = None, max_errors: int = 3,
                  password: str | None = None):
         spec = problem.spec()
-        if spec.get("kind") not in ("env", "pong"):
+        from ..envs import rebuildable
+        if not rebuildable(spec):
             raise ESError("--redis needs an environment problem: a Python function would have to be pickled to "
                           "travel, and nothing that crosses the network is pickled")
         P.validate_spec(spec)

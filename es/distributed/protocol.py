@@ -191,13 +191,14 @@ def decode_task(record: dict):
 
 
 # What a worker agrees to build from a task record: nothing is imported by name, sizes are bounded.
-MAX_HIDDEN, MAX_LAYERS, MAX_STEPS, MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 4096, 8, 10 ** 6, 1024, 64, 256
+MAX_HIDDEN, MAX_LAYERS, MAX_STEPS = 4096, 8, 10 ** 6
 
 
 def validate_spec(spec) -> None:
     """Allow-list for problem specs from the network: an ``env`` problem must name one of the
     known environments or a registered gymnasium id (never ``module:Env``, which would make
-    gymnasium import a module); layer sizes, episode caps and vector-env sizes are bounded."""
+    gymnasium import a module); layer sizes and episode caps are bounded. Any other kind must
+    be a plug-in's (``es.registry``), whose ``validate_spec`` bounds its own settings."""
     if not isinstance(spec, dict):
         raise BadPayload("problem spec must be a JSON object")
     kind = spec.get("kind")
@@ -221,26 +222,15 @@ def validate_spec(spec) -> None:
                 isinstance(h, int) and not isinstance(h, bool) and 1 <= h <= MAX_HIDDEN for h in hidden)):
             raise BadPayload(f"problem spec: hidden must be at most {MAX_LAYERS} sizes in [1, {MAX_HIDDEN}]")
         bounded_int("max_steps", 1, MAX_STEPS, allow_none=True)
-    elif kind == "pong":
-        policy = spec.get("policy")
-        if not isinstance(policy, dict) or policy.get("type") not in ("pong_dense", "pong_conv"):
-            raise BadPayload("problem spec: pong policy must be pong_dense or pong_conv")
-        if policy["type"] == "pong_dense":
-            hidden = policy.get("hidden", [])
-            if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not (
-                    isinstance(hidden, list) and len(hidden) <= MAX_LAYERS
-                    and all(isinstance(h, int) and not isinstance(h, bool) and 1 <= h <= MAX_HIDDEN for h in hidden)):
-                raise BadPayload("problem spec: bad pong_dense band or hidden sizes")
-        else:
-            ch = policy.get("channels", [8, 16])
-            if not (isinstance(ch, list) and len(ch) == 2 and all(
-                    isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= MAX_CHANNELS for c in ch)):
-                raise BadPayload(f"problem spec: pong_conv channels must be two sizes in [1, {MAX_CHANNELS}]")
-        bounded_int("max_steps", 1, MAX_STEPS, 1000)
-        bounded_int("num_envs", 1, MAX_NUM_ENVS, 128)
-        bounded_int("threads", 0, MAX_THREADS, 0)
     else:
-        raise BadPayload(f"problem spec: kind {kind!r:.40} is not env or pong")
+        from .. import registry
+        plugin = registry.problem_kind(kind)
+        if plugin is None:
+            raise BadPayload(f"problem spec: kind {kind!r:.40} is not env or a plug-in's problem kind")
+        try:
+            plugin.validate_spec(spec)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise BadPayload(f"problem spec: {exc}") from None
 
 
 # ---- jobs ----

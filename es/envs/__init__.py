@@ -28,17 +28,13 @@ KNOWN = {
     "pendulum": {"env_id": "Pendulum-v1", "hidden": [16],
                  "train": {"population": 64, "sigma": 0.1, "learning_rate": 0.05, "generations": 300,
                            "reward_goal": -200.0}},
-    # Pong: fitness is the game score within a capped episode (max_steps agent steps);
-    # evaluation plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
-    "pong": {"env_id": "pong", "hidden": [],
-             "train": {"population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
-                       "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0,
-                       "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 128}}},
 }
 
 
 def known_names() -> list[str]:
-    return list(KNOWN)
+    """Short names: the core's, then those of plug-ins (``es.registry``)."""
+    from .. import registry
+    return list(KNOWN) + [n for n in registry.envs() if n not in KNOWN]
 
 
 def is_registered(env_id: str) -> bool:
@@ -57,15 +53,18 @@ def is_registered(env_id: str) -> bool:
 
 def resolve(name: str) -> tuple[str, dict]:
     """Short name or gymnasium id -> (short name or id, defaults). Unknown -> ESError."""
+    from .. import registry
     if name in KNOWN:
         return name, KNOWN[name]
-    if name in ("ALE/Pong-v5", "Pong"):
-        return "pong", KNOWN["pong"]
+    plugin = registry.env(name)
+    if plugin is not None:
+        return plugin.name, {"env_id": plugin.name, **plugin.defaults}
     for short, entry in KNOWN.items():
         if entry["env_id"] == name:
             return short, entry
     if not is_registered(name):
-        raise ESError(f"unknown environment {name!r}: not one of {', '.join(KNOWN)} and not a registered gymnasium id")
+        raise registry.missing(f"unknown environment {name!r}: not one of {', '.join(known_names())} and not a "
+                               "registered gymnasium id")
     return name, {"env_id": name, "hidden": [16], "train": {}}
 
 
@@ -183,7 +182,14 @@ def make_problem(spec: dict):
     kind = spec.get("kind")
     if kind == "env":
         return EnvProblem(spec["env_id"], spec.get("hidden", (16,)), spec.get("max_steps"))
-    if kind == "pong":
-        from pong.problem import PongProblem
-        return PongProblem.from_spec(spec)
-    raise ESError(f"cannot rebuild a problem of kind {kind!r} from its spec")
+    from .. import registry
+    plugin = registry.problem_kind(kind)
+    if plugin is not None:
+        return plugin.from_spec(spec)
+    raise registry.missing(f"cannot rebuild a problem of kind {kind!r} from its spec")
+
+
+def rebuildable(spec: dict) -> bool:
+    """A spec any process can rebuild the problem from (not a Python function)."""
+    from .. import registry
+    return spec.get("kind") == "env" or registry.problem_kind(spec.get("kind")) is not None

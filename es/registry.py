@@ -1,0 +1,120 @@
+"""Plug-ins: environments, problem kinds and policy types that live outside the core.
+
+The core (``es``) knows gymnasium environments played by an MLP. Anything else, Pong
+included, registers itself here and the core never imports it by name:
+
+    # mypkg/plugin.py
+    from es import registry
+    def register():
+        registry.register_policy("my_policy", make_my_policy)
+        registry.register_problem("my_kind", from_spec=MyProblem.from_spec, validate_spec=check_my_spec)
+        registry.register_env("mine", make_problem=lambda config: MyProblem(...), defaults={...})
+
+    # mypkg's pyproject.toml
+    [project.entry-points."es.plugins"]
+    mine = "mypkg.plugin:register"
+
+Plug-ins are found through the ``es.plugins`` entry points of installed packages (this
+checkout's ``pyproject.toml`` declares ``pong``) and ``$ES_PLUGINS`` (comma-separated
+``module:function``), loaded once, on first need. A problem kind's ``validate_spec`` is what a
+worker runs on a spec that came over the network before building anything: raise
+``ValueError`` with the reason.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import ESError
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    name: str
+    make_problem: Callable            # (ESConfig, one_thread: bool) -> problem
+    defaults: dict                    # {"hidden": [...], "train": {ESConfig field: value}}
+    aliases: tuple = ()
+    title: str = ""                   # one line for `python -m es train --help`
+    check_config: Callable | None = None   # (ESConfig) -> None, raises ESError
+    extra_options: dict = field(default_factory=dict)   # extra key -> CLI help
+
+
+@dataclass(frozen=True)
+class ProblemKind:
+    from_spec: Callable               # (spec dict) -> problem
+    validate_spec: Callable           # (spec dict) -> None, raises ValueError
+
+
+_ENVS: dict[str, EnvEntry] = {}
+_PROBLEMS: dict[str, ProblemKind] = {}
+_POLICIES: dict[str, Callable] = {}
+_loaded = False
+_errors: list[str] = []
+
+
+def register_env(name: str, *, make_problem, defaults: dict, aliases=(), title: str = "", check_config=None,
+                 extra_options=None) -> None:
+    _ENVS[name] = EnvEntry(name, make_problem, defaults, tuple(aliases), title, check_config, dict(extra_options or {}))
+
+
+def register_problem(kind: str, *, from_spec, validate_spec) -> None:
+    _PROBLEMS[kind] = ProblemKind(from_spec, validate_spec)
+
+
+def register_policy(type_name: str, factory) -> None:
+    _POLICIES[type_name] = factory
+
+
+def load_plugins() -> None:
+    """Import every plug-in once; one that fails is remembered and named in later errors."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from importlib import import_module
+    from importlib.metadata import entry_points
+    targets = [(ep.name, ep.value) for ep in entry_points(group="es.plugins")]
+    targets += [(t.strip(), t.strip()) for t in os.environ.get("ES_PLUGINS", "").split(",") if t.strip()]
+    for name, target in targets:
+        module, _, func = target.partition(":")
+        try:
+            getattr(import_module(module), func or "register")()
+        except Exception as exc:   # a broken plug-in must not take the core down with it
+            _errors.append(f"plug-in {name} ({target}) failed to load: {exc.__class__.__name__}: {exc}")
+
+
+def _hint() -> str:
+    if _errors:
+        return "; " + "; ".join(_errors)
+    if not (_ENVS or _PROBLEMS or _POLICIES):
+        return "; no plug-ins are installed (pip install -r requirements.txt registers this checkout's Pong)"
+    return ""
+
+
+def env(name: str) -> EnvEntry | None:
+    load_plugins()
+    if name in _ENVS:
+        return _ENVS[name]
+    return next((e for e in _ENVS.values() if name in e.aliases), None)
+
+
+def envs() -> dict[str, EnvEntry]:
+    load_plugins()
+    return dict(_ENVS)
+
+
+def problem_kind(kind) -> ProblemKind | None:
+    load_plugins()
+    return _PROBLEMS.get(kind) if isinstance(kind, str) else None
+
+
+def policy_factory(type_name: str):
+    load_plugins()
+    if type_name not in _POLICIES:
+        raise ValueError(f"unknown policy type {type_name!r}{_hint()}")
+    return _POLICIES[type_name]
+
+
+def missing(what: str) -> ESError:
+    return ESError(f"{what}{_hint()}")

@@ -1,0 +1,77 @@
+"""Pong plugs into the core through ``es.registry`` (entry point ``es.plugins: pong`` in
+``pyproject.toml``): the environment name and its defaults, the ``pong`` problem kind with
+the allow-list a worker applies to a spec from the network, and the two policy types."""
+from __future__ import annotations
+
+from es import registry
+from es.errors import ESError
+
+# What a worker agrees to build from a spec it did not write: sizes are bounded.
+MAX_HIDDEN, MAX_LAYERS, MAX_STEPS, MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 4096, 8, 10 ** 6, 1024, 64, 256
+
+# Fitness is the game score within a capped episode (max_steps agent steps); evaluation
+# plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
+DEFAULTS = {"hidden": [],
+            "train": {"population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
+                      "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0,
+                      "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 128}}}
+
+
+def _int(v, lo, hi) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def validate_spec(spec: dict) -> None:
+    policy = spec.get("policy")
+    if not isinstance(policy, dict) or policy.get("type") not in ("pong_dense", "pong_conv"):
+        raise ValueError("pong policy must be pong_dense or pong_conv")
+    if policy["type"] == "pong_dense":
+        hidden = policy.get("hidden", [])
+        if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not (
+                isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(_int(h, 1, MAX_HIDDEN) for h in hidden)):
+            raise ValueError("bad pong_dense band or hidden sizes")
+    else:
+        ch = policy.get("channels", [8, 16])
+        if not (isinstance(ch, list) and len(ch) == 2 and all(_int(c, 1, MAX_CHANNELS) for c in ch)):
+            raise ValueError(f"pong_conv channels must be two sizes in [1, {MAX_CHANNELS}]")
+    for name, lo, hi, default in (("max_steps", 1, MAX_STEPS, 1000), ("num_envs", 1, MAX_NUM_ENVS, 128),
+                                  ("threads", 0, MAX_THREADS, 0)):
+        v = spec.get(name, default)
+        if not _int(v, lo, hi):
+            raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r:.40}")
+
+
+def make_problem(config, one_thread: bool):
+    from .problem import PongProblem
+    policy = config.extra.get("policy", "dense")
+    spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)}
+    # With several worker processes, each steps its games on one thread.
+    return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128),
+                       threads=1 if one_thread else 0)
+
+
+def check_config(config) -> None:
+    if config.extra.get("policy", "dense") not in ("dense", "conv"):
+        raise ESError(f"--policy must be dense or conv, got {config.extra.get('policy')!r}")
+    n = config.extra.get("num_envs", 128)
+    if not _int(n, 1, MAX_NUM_ENVS):
+        raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
+
+
+def _from_spec(spec):
+    from .problem import PongProblem
+    return PongProblem.from_spec(spec)
+
+
+def _policy(spec):
+    from .policy import make_pong_policy
+    return make_pong_policy(spec)
+
+
+def register() -> None:
+    registry.register_env("pong", make_problem=make_problem, defaults=DEFAULTS, aliases=("ALE/Pong-v5", "Pong"),
+                          title="Atari Pong, 42x42x4 pixels", check_config=check_config,
+                          extra_options={"policy": "dense (default) or conv", "num_envs": "games stepped at once"})
+    registry.register_problem("pong", from_spec=_from_spec, validate_spec=validate_spec)
+    for kind in ("pong_dense", "pong_conv"):
+        registry.register_policy(kind, _policy)
