@@ -50,72 +50,83 @@ class PongProblem:
     def initial_params(self, seed: int) -> np.ndarray:
         return self.policy.initial_params(seed)
 
+    @staticmethod
+    def slots_for(episodes: int, num_envs: int) -> tuple[int, int]:
+        """(games in the vector env, games per batch) for ``episodes`` episodes.
+
+        About four episodes per game slot, so that a slot whose episode ends takes the next
+        one from the queue and slots rarely idle while the last games finish (with one
+        episode per slot, a fresh policy's games end after ~820 steps while the longest runs
+        1000, and every finished slot would wait for it). Two batches of half the slots each,
+        stepped alternately: ALE steps one batch while NumPy chooses the other's actions.
+        """
+        n = min(num_envs, max(2, episodes // 4))
+        if n > 1:
+            n -= n % 2
+        return n, max(1, n // 2)
+
     def _vector(self, episodes: int):
-        """A vector env sized so the episodes fill its slots in as few, as full, rounds as
-        possible (65 episodes on 32 slots would leave one game playing alone for a round)."""
-        rounds = -(-episodes // self.num_envs)
-        n = -(-episodes // rounds)
-        if n not in self._vecs:   # building costs ~0.1 s per game: keep each size once made
-            self._vecs[n] = make_pong_vector(n, self.threads, repeat_action_probability=0.0)
-        return self._vecs[n]
+        n, batch = self.slots_for(episodes, self.num_envs)
+        if (n, batch) not in self._vecs:   # building costs ~0.1 s per game: keep each size once made
+            # ALE ends an episode at our cap itself (frames = 4 x agent steps) and resets it in
+            # the same step ("SameStep"): a slot's next observation is already its next game's.
+            self._vecs[(n, batch)] = make_pong_vector(n, self.threads, repeat_action_probability=0.0, batch_size=batch,
+                                                      max_num_frames_per_episode=4 * self.max_steps,
+                                                      autoreset_mode="SameStep")
+        return self._vecs[(n, batch)]
 
     def run_episodes(self, params, rows, seeds):
         """One capped episode per ``(rows[k], seeds[k])``; returns (scores, agent steps)."""
         rows = np.asarray(rows, dtype=np.int64)
         seeds = np.asarray(seeds, dtype=np.int64)
         k = len(rows)
+        returns, lengths = np.zeros(k, dtype=np.float64), np.zeros(k, dtype=np.int64)
+        if k == 0:
+            return returns, lengths
         layers_all = self.policy.unflatten(np.asarray(params, dtype=np.float32))
         # Each episode's sticky-action draws come from its own seed.
         p_sticky = VECTOR_SETTINGS["repeat_action_probability"]
         sticky = np.stack([np.random.Generator(np.random.PCG64(int(s))).random(self.max_steps) < p_sticky
-                           for s in seeds]) if k else np.zeros((0, self.max_steps), bool)
+                           for s in seeds])
         env = self._vector(k)
-        n = env.num_envs
-        returns = np.zeros(k, dtype=np.float64)
-        lengths = np.zeros(k, dtype=np.int64)
+        n, batch = env.num_envs, env.batch_size
         slot_episode = np.full(n, -1, dtype=np.int64)
-        queue = deque(range(k))
-        first = [queue.popleft() for _ in range(min(n, k))]
-        slot_episode[:len(first)] = first
-        obs, _ = env.reset()
-        layers = self._gather(layers_all, rows, slot_episode)
-        actions = np.full(n, PONG_ACTIONS[0], dtype=np.int64)   # last executed action per slot
-        while (slot_episode >= 0).any():
-            active = slot_episode >= 0
-            ep = slot_episode[active]
-            chosen = PONG_ACTIONS[self.policy.forward(self._subset(layers, active), obs[active])]
-            keep = sticky[ep, lengths[ep]]
-            actions[active] = np.where(keep, actions[active], chosen)
-            actions[~active] = PONG_ACTIONS[0]
-            obs, reward, terminated, truncated, _ = env.step(actions)
-            returns[ep] += reward[active]
-            lengths[ep] += 1
-            done = np.zeros(n, dtype=bool)
-            done[active] = terminated[active] | truncated[active] | (lengths[ep] >= self.max_steps)
-            if done.any():
-                for slot in np.flatnonzero(done):
-                    slot_episode[slot] = queue.popleft() if queue else -1
-                restart = done & (slot_episode >= 0)
-                if restart.any():
-                    new_obs, _ = env.reset(options={"reset_mask": restart})
-                    obs = obs.copy()
-                    obs[restart] = new_obs[restart]
-                actions[done] = PONG_ACTIONS[0]   # a new game starts after NOOP, as ALE's does
-                layers = self._gather(layers_all, rows, slot_episode)
-                # Slots left idle step with NOOP until the last episode ends; their finished
-                # games restart on their own and are ignored.
+        last_action = np.full(n, PONG_ACTIONS[0], dtype=np.int64)   # executed last, per slot
+        fresh = np.ones(n, dtype=bool)       # the slot's next result is its reset observation
+        queue, remaining = deque(range(k)), k
+        obs, info = env.reset()              # resets every slot, answers for the first batch
+        ids, reward, done = info["env_id"], np.zeros(batch), np.zeros(batch, dtype=bool)
+        while True:
+            for j, slot in enumerate(ids):   # account for the results in hand
+                if not fresh[slot]:
+                    e = slot_episode[slot]
+                    if e < 0:
+                        continue             # idle: no episode left for it
+                    returns[e] += reward[j]
+                    lengths[e] += 1
+                    if not done[j]:
+                        continue
+                    remaining -= 1
+                fresh[slot] = False          # a new game starts here (after NOOP, as ALE's does)
+                slot_episode[slot] = queue.popleft() if queue else -1
+                last_action[slot] = PONG_ACTIONS[0]
+            if remaining == 0:
+                break
+            episode = slot_episode[ids]
+            playing = episode >= 0
+            actions = np.full(len(ids), PONG_ACTIONS[0], dtype=np.int64)
+            if playing.any():
+                e, at = episode[playing], ids[playing]
+                layers = [tuple(a[rows[e]] for a in layer) for layer in layers_all]
+                chosen = PONG_ACTIONS[self.policy.forward(layers, obs[playing])]
+                actions[playing] = np.where(sticky[e, lengths[e]], last_action[at], chosen)
+                last_action[at] = actions[playing]
+            env.send(actions)
+            obs, reward, terminated, truncated, info = env.recv()
+            ids, done = info["env_id"], terminated | truncated
+        for _ in range((n - batch) // batch):   # collect the results in flight: the next reset starts clean
+            env.recv()
         return returns, lengths
-
-    @staticmethod
-    def _gather(layers_all, rows, slot_episode):
-        idx = rows[np.maximum(slot_episode, 0)]
-        return [tuple(a[idx] for a in layer) for layer in layers_all]
-
-    @staticmethod
-    def _subset(layers, active):
-        if active.all():
-            return layers
-        return [tuple(a[active] for a in layer) for layer in layers]
 
     # ---- full games on ALE/Pong-v5 itself (evaluation, baseline, GIF) ----
     def play(self, params, seeds, max_steps: int | None = None):

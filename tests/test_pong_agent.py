@@ -38,3 +38,50 @@ def test_episode_outcomes_do_not_depend_on_slots_or_order():
     assert np.all(l1 == 150) and np.all(r1 <= 0)
     a.close()
     b.close()
+
+
+def _alone(policy, params, seed, max_steps):
+    """The plain reference: one game on its own synchronous env, sticky actions from the seed."""
+    from pong.env import PONG_ACTIONS, make_pong_vector
+    env = make_pong_vector(1, repeat_action_probability=0.0)
+    obs, _ = env.reset()
+    sticky = np.random.Generator(np.random.PCG64(int(seed))).random(max_steps) < 0.25
+    layers, last, total, t = policy.unflatten(params[None]), PONG_ACTIONS[0], 0.0, 0
+    while t < max_steps:
+        a = last if sticky[t] else PONG_ACTIONS[policy.forward(layers, obs)[0]]
+        obs, r, term, trunc, _ = env.step(np.array([a], dtype=np.int64))
+        total, t, last = total + float(r[0]), t + 1, a
+        if term[0] or trunc[0]:
+            break
+    env.close()
+    return total, t
+
+
+@pytest.mark.parametrize("episodes,max_steps", [(3, 1200), (18, 60)], ids=["games-end", "capped-queue"])
+def test_the_slot_queue_plays_each_episode_as_if_alone(episodes, max_steps):
+    """Whole games (they end before the cap) and capped ones queued over fewer slots in two
+    batches: each result equals the game played alone on its own env."""
+    problem = PongProblem(max_steps=max_steps)
+    n, batch = PongProblem.slots_for(episodes, problem.num_envs)
+    assert n < episodes and batch == n // 2
+    rng = np.random.default_rng(3)
+    params = problem.initial_params(0)[None] + rng.standard_normal((episodes, problem.num_params)).astype(np.float32) * 0.05
+    seeds = rng.integers(0, 2 ** 31, episodes)
+    got = problem.run_episodes(params, np.arange(episodes), seeds)
+    again = problem.run_episodes(params, np.arange(episodes), seeds)     # the env is reused
+    problem.close()
+    want = [_alone(problem.policy, params[i], seeds[i], max_steps) for i in range(episodes)]
+    assert np.array_equal(got[0], [w[0] for w in want]) and np.array_equal(got[1], [w[1] for w in want])
+    assert np.array_equal(got[0], again[0]) and np.array_equal(got[1], again[1])
+    if max_steps > 1000:
+        assert np.all(got[1] < max_steps) and np.all(got[0] == -21)   # real game ends, not the cap
+
+
+def test_slots_leave_several_episodes_per_slot_and_batches_divide_them():
+    assert PongProblem.slots_for(65, 128) == (16, 8)
+    assert PongProblem.slots_for(65, 10) == (10, 5)
+    assert PongProblem.slots_for(1, 128) == (2, 1)
+    assert PongProblem.slots_for(5, 1) == (1, 1)
+    for k in range(1, 300):
+        n, b = PongProblem.slots_for(k, 64)
+        assert 1 <= n <= 64 and n % b == 0 and (n == 1 or n % 2 == 0)
