@@ -7,15 +7,18 @@ members, as in a training step). Prints one JSON line.
 Two starting points are measured: the shipped agent (``ratio_vs_bare``; its games run to
 the 1000-step cap, as in 370 of the 387 generations of the shipped run) and a fresh policy
 (``fresh_ratio_vs_bare``; generation 0, where games end after ~820 steps on average while
-the longest runs 1000). The episodes queue for a few game slots (about four episodes per
-slot, ``PongProblem.slots_for``) stepped in two alternating batches, so a slot whose game
-ends takes the next episode instead of idling. The bare env is measured at the same number of
-slots (``bare_steps_per_s``) and at one slot per episode, the old layout
-(``bare_steps_per_s_one_slot_per_episode``); ``*_ratio_vs_best_bare`` divides by the faster of
-the two. Bare rates are measured before and after the ES runs and averaged (the machine's load
-drifts).
+the longest runs 1000). The episodes queue for a few game slots (three rounds of episodes
+per slot, ``PongProblem.slots_for``) stepped in two alternating batches, so a slot whose game
+ends takes the next episode instead of idling.
 
-    python benchmarks/pong.py [--num-envs 128] [--checkpoint pong/agent.npz]
+The reference ("bare") is the vector env stepping one game per episode (65 games) with a
+constant action, synchronously: what the ratio meant before, when training used that
+layout. ``*_vs_bare_async`` divides instead by the same env in the async layout training now
+uses, with a constant action: the emulator's ceiling here. The machine's load drifts, so the
+measurements run in ``--rounds`` interleaved rounds (bare, trained generation, fresh
+generation, bare async) and each ratio is the median of its per-round ratios.
+
+    python benchmarks/pong.py [--num-envs 128] [--checkpoint pong/agent.npz] [--rounds 3]
 """
 import _common  # noqa: F401
 
@@ -39,14 +42,21 @@ from pong.problem import PongProblem  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def bare(num_envs: int, seconds: float = 10.0) -> float:
-    env = make_pong_vector(num_envs, repeat_action_probability=0.0)
+def bare(num_envs: int, seconds: float = 10.0, batch_size: int | None = None) -> float:
+    """Env steps/s of ``num_envs`` games with a constant action: synchronous, or async in
+    batches of ``batch_size`` (send/recv, as training steps them)."""
+    batch = batch_size or num_envs
+    env = make_pong_vector(num_envs, repeat_action_probability=0.0, batch_size=batch)
     env.reset()
-    action = np.zeros(num_envs, dtype=np.int64)
+    action = np.zeros(batch, dtype=np.int64)
     steps, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        env.step(action)
-        steps += num_envs
+        if batch == num_envs:
+            env.step(action)
+        else:
+            env.send(action)
+            env.recv()
+        steps += batch
     rate = steps / (time.perf_counter() - t0)
     env.close()
     return rate
@@ -87,39 +97,55 @@ def main():
     ap.add_argument("--population", type=int, default=64)
     ap.add_argument("--checkpoint", default=str(ROOT / "pong" / "agent.npz"),
                     help="the trained parameters to measure (default: the shipped agent)")
-    ap.add_argument("--generations", type=int, default=2)
+    ap.add_argument("--generations", type=int, default=1, help="ES generations per round and starting point")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    rounds = []
     with one_blas_thread():
         problem = PongProblem(num_envs=args.num_envs)
-        episodes_per_generation = args.population + 1
+        episodes = args.population + 1
         # Build the vector env for the population + the center before timing (~0.1 s per game).
-        slots = problem._vector(episodes_per_generation).num_envs
-        wide = min(args.num_envs, episodes_per_generation)
-        before = bare(slots, 5.0), bare(wide, 5.0)
+        env = problem._vector(episodes)
+        slots, batch = env.num_envs, env.batch_size
+        wide = min(args.num_envs, episodes)
         trained = es.checkpoint.load_checkpoint(args.checkpoint)[0]
-        t_steps, t_seconds, _ = es_generations(problem, trained, args.population, args.generations)
-        f_steps, f_seconds, f_longest = es_generations(problem, problem.initial_params(0), args.population,
-                                                       args.generations)
+        fresh = problem.initial_params(0)
+        for _ in range(args.rounds):
+            r = {"bare": bare(wide, 5.0)}
+            r["trained"] = es_generations(problem, trained, args.population, args.generations)
+            r["fresh"] = es_generations(problem, fresh, args.population, args.generations)
+            r["bare_async"] = bare(slots, 5.0, batch)
+            rounds.append(r)
         problem.close()
-        after = bare(slots, 5.0), bare(wide, 5.0)
-        bare_rate, bare_wide = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
-        best = max(bare_rate, bare_wide)
         dense, conv = PongDensePolicy(), PongConvPolicy()
         forward = {"dense_params": dense.num_params, "dense_us_per_observation": policy_us_per_observation(dense),
                    "conv_params": conv.num_params, "conv_us_per_observation": policy_us_per_observation(conv)}
-    episodes = args.generations * (args.population + 1)
-    print(json.dumps({"benchmark": "pong", "population": args.population, "slots": slots,
-                      "checkpoint": args.checkpoint, "bare_steps_per_s": bare_rate,
-                      "bare_steps_per_s_one_slot_per_episode": bare_wide,
-                      "es_steps_per_s": t_steps / t_seconds, "ratio_vs_bare": t_steps / t_seconds / bare_rate,
-                      "ratio_vs_best_bare": t_steps / t_seconds / best,
-                      "fresh_ratio_vs_best_bare": f_steps / f_seconds / best,
-                      "seconds_per_generation": t_seconds / args.generations,
-                      "mean_episode_steps": t_steps / episodes,
-                      "fresh_es_steps_per_s": f_steps / f_seconds,
-                      "fresh_ratio_vs_bare": f_steps / f_seconds / bare_rate,
-                      "fresh_mean_episode_steps": f_steps / episodes, "fresh_longest_episode": f_longest,
-                      **forward}))
+
+    def rate(r, key):
+        steps, seconds, _ = r[key]
+        return steps / seconds
+
+    def median(fn):
+        return float(np.median([fn(r) for r in rounds]))
+    n_episodes = args.generations * episodes
+    print(json.dumps({
+        "benchmark": "pong", "population": args.population, "rounds": args.rounds, "slots": slots, "batch": batch,
+        "bare_games": wide, "checkpoint": args.checkpoint,
+        "bare_steps_per_s": median(lambda r: r["bare"]), "bare_async_steps_per_s": median(lambda r: r["bare_async"]),
+        "es_steps_per_s": median(lambda r: rate(r, "trained")),
+        "ratio_vs_bare": median(lambda r: rate(r, "trained") / r["bare"]),
+        "ratio_vs_bare_async": median(lambda r: rate(r, "trained") / r["bare_async"]),
+        "seconds_per_generation": median(lambda r: r["trained"][1] / args.generations),
+        "mean_episode_steps": rounds[0]["trained"][0] / n_episodes,
+        "fresh_es_steps_per_s": median(lambda r: rate(r, "fresh")),
+        "fresh_ratio_vs_bare": median(lambda r: rate(r, "fresh") / r["bare"]),
+        "fresh_ratio_vs_bare_async": median(lambda r: rate(r, "fresh") / r["bare_async"]),
+        "fresh_ratio_range": [min(rate(r, "fresh") / r["bare"] for r in rounds),
+                              max(rate(r, "fresh") / r["bare"] for r in rounds)],
+        "ratio_range": [min(rate(r, "trained") / r["bare"] for r in rounds),
+                        max(rate(r, "trained") / r["bare"] for r in rounds)],
+        "fresh_mean_episode_steps": rounds[0]["fresh"][0] / n_episodes,
+        "fresh_longest_episode": rounds[0]["fresh"][2], **forward}))
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def test_the_slot_queue_plays_each_episode_as_if_alone(episodes, max_steps):
 
 
 def test_slots_leave_several_episodes_per_slot_and_batches_divide_them():
-    assert PongProblem.slots_for(65, 128) == (16, 8)
+    assert PongProblem.slots_for(65, 128) == (22, 11)
     assert PongProblem.slots_for(65, 10) == (10, 5)
     assert PongProblem.slots_for(1, 128) == (2, 1)
     assert PongProblem.slots_for(5, 1) == (1, 1)
