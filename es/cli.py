@@ -110,10 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     nbp.add_argument("--check", action="store_true", help="exit 1 if the committed notebooks are out of date")
 
     g = sub.add_parser("grade", help="grade submitted notebooks")
-    g.add_argument("submissions", nargs="+", type=Path)
+    g.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them (searched recursively)")
     g.add_argument("--json", action="store_true", help="one JSON object per submission")
+    g.add_argument("--csv", type=Path, default=None, help="write the gradebook: a row per submission, a column per check")
+    g.add_argument("--feedback", type=Path, default=None, metavar="DIR",
+                   help="write a plain-text report per submission for the student")
+    g.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: one per core)")
     g.add_argument("--cell-timeout", type=int, default=900, help="seconds per notebook cell")
     g.add_argument("--check-timeout", type=int, default=600, help="seconds per check")
+    g.add_argument("--submission-timeout", type=int, default=3600,
+                   help="hard limit per submission: then its kernel and everything it started are killed")
 
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
@@ -285,8 +291,11 @@ def cmd_notebooks(args) -> int:
 
 def cmd_grade(args) -> int:
     from .course.grade import main as grade_main
+    if min(args.cell_timeout, args.check_timeout, args.submission_timeout) < 1 or (args.jobs or 1) < 1:
+        raise ESError("--cell-timeout, --check-timeout, --submission-timeout and --jobs must be positive")
     return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
-                      check_timeout=args.check_timeout)
+                      check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
+                      submission_timeout=args.submission_timeout)
 
 
 COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker, "notebooks": cmd_notebooks,

@@ -1,10 +1,19 @@
-"""``python -m es grade SUBMISSION.ipynb [...] [--json]``: the autograder.
+"""``python -m es grade DIR_OR_NOTEBOOKS... [--json] [--csv FILE] [--feedback DIR] [--jobs N]``.
 
-It executes a submission headless (nbclient, a time limit per cell, errors allowed so one
-broken cell does not stop the rest) with ``ES_COURSE_FAST=1``, then runs, inside the same
-kernel, every check of ``es.check`` that belongs to that notebook, each with its own time
-limit. A check that fails, raises or hangs costs only its own points; a submission that is
-not a notebook, or whose kernel dies, gets 0 with a message and never crashes the grader.
+Each submission is graded in a child process of its own session, with a hard wall-clock
+limit (``--submission-timeout``) after which the child, its kernel and everything they
+started are killed; the child's and the kernel's output go nowhere (a notebook that writes
+to file descriptor 1 cannot put lines into the gradebook), and its rows come back in a file
+and are checked against the grader's own list of checks (names, maximum points, points 0 or
+the maximum). Submissions are graded in parallel, ``--jobs`` at a time.
+
+Inside the child (``_grade_here``) the notebook runs headless (nbclient) with
+``ES_COURSE_FAST=1``, a time limit per cell and errors allowed. A cell that does not finish
+in time (even one that catches ``KeyboardInterrupt``) is skipped: the kernel is restarted and
+the notebook run again without it. Then every check of that notebook runs in a cell of its
+own; a check that fails, hangs or kills the kernel costs only its own points: the kernel is
+restarted, the notebook replayed, and the next check runs. A submission that is not a
+notebook gets 0 with a message and never crashes the grader.
 """
 from __future__ import annotations
 
@@ -12,6 +21,10 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from ..check import CHECKS, CheckFailed
@@ -71,7 +84,13 @@ def notebook_name(nb, path: Path) -> str:
     return ""
 
 
-def grade(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict:
+def _check_cell(name: str, check_timeout: int) -> str:
+    return ("import json as _json\nfrom es.course.grade import run_checks as _run_checks\n"
+            f"print({MARKER!r} + _json.dumps(_run_checks(globals(), [{name!r}], {int(check_timeout)})))")
+
+
+def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict:
+    """The grading itself, in this process (``grade`` runs it in an isolated child)."""
     import nbformat
     path = Path(path)
     out = {"submission": str(path), "total": 0, "max": 0, "checks": []}
@@ -87,37 +106,179 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict:
     if not names:
         out["error"] = f"{path.name} is not one of the course notebooks (no checks for {name or 'it'})"
         return out
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "import json as _json\nfrom es.course.grade import run_checks as _run_checks\n"
-        f"print({MARKER!r} + _json.dumps(_run_checks(globals(), {names!r}, {int(check_timeout)})))"))
     from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-    env_before = {k: os.environ.get(k) for k in ("ES_COURSE_FAST", "PYTHONPATH")}
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     os.environ["ES_COURSE_FAST"] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env_before["PYTHONPATH"]]))
-    try:
-        client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                                interrupt_on_timeout=True, resources={"metadata": {"path": str(path.parent)}})
-        client.execute()
-        text = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("output_type") == "stream")
-        line = next((l for l in text.splitlines() if l.startswith(MARKER)), None)
-        if line is None:
-            raise RuntimeError("the grading cell printed nothing (did the notebook exit or restart the kernel?)")
-        rows = json.loads(line[len(MARKER):])
-    except DeadKernelError:
-        for r in rows:
-            r["message"] = f"{r['name']}: the notebook's kernel died (out of memory, or os._exit?)"
-    except Exception as exc:
-        for r in rows:
-            r["message"] = f"{r['name']}: not graded: {exc.__class__.__name__}: {str(exc)[:200]}"
-    finally:
-        for k, v in env_before.items():
-            if v is None:
-                os.environ.pop(k, None)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    skipped: list[int] = []        # student cells that never finished: left out of every replay
+    notes: list[str] = []
+    run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source) for c in cells])
+    client = NotebookClient(run, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
+                            interrupt_on_timeout=False, resources={"metadata": {"path": str(path.parent)}})
+
+    def replay():
+        """A fresh kernel that has run every student cell that finishes in time."""
+        while True:
+            client.km = client.create_kernel_manager()
+            client.start_new_kernel()
+            client.start_new_kernel_client()
+            for i, cell in enumerate(run.cells[:len(cells)]):
+                if i in skipped:
+                    continue
+                try:
+                    client.execute_cell(cell, i)
+                except (CellTimeoutError, DeadKernelError) as exc:
+                    skipped.append(i)
+                    why = "did not finish in time" if isinstance(exc, CellTimeoutError) else "killed the kernel"
+                    notes.append(f"code cell {i + 1} {why}; graded without it")
+                    _stop_kernel(client)
+                    break
             else:
-                os.environ[k] = v
+                return
+
+    try:
+        replay()
+        for row in rows:
+            cell = nbformat.v4.new_code_cell(_check_cell(row["name"], check_timeout))
+            run.cells.append(cell)
+            client.timeout = check_timeout + 5 + check_timeout // 10   # past the check's own alarm
+            try:
+                client.execute_cell(cell, len(run.cells) - 1)
+                text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+                line = next((l for l in text.splitlines() if l.startswith(MARKER)), None)
+                if line is None:
+                    row["message"] = f"{row['name']}: the check printed nothing (did the notebook exit the kernel?)"
+                else:
+                    row.update({k: v for k, v in json.loads(line[len(MARKER):])[0].items() if k in ("points", "message")})
+                continue
+            except CellTimeoutError:
+                row["message"] = f"{row['name']}: the check did not finish in {check_timeout} s (an endless loop?)"
+            except DeadKernelError:
+                row["message"] = f"{row['name']}: the kernel died during the check (out of memory, or os._exit?)"
+            client.timeout = cell_timeout
+            _stop_kernel(client)
+            replay()                 # the next check gets a kernel in a known state
+            client.timeout = cell_timeout
+    except Exception as exc:         # the machinery itself failed: every check not yet graded says why
+        for r in rows:
+            if not r["message"]:
+                r["message"] = f"{r['name']}: not graded: {exc.__class__.__name__}: {str(exc)[:200]}"
+    finally:
+        _stop_kernel(client)
     out["checks"] = rows
     out["total"] = sum(r["points"] for r in rows)
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def _stop_kernel(client) -> None:
+    from jupyter_core.utils import run_sync
+    try:
+        if client.kc is not None:
+            client.kc.stop_channels()
+        if client.km is not None:
+            run_sync(client.km.shutdown_kernel)(now=True)
+    except Exception:
+        pass
+    client.kc = client.km = None
+
+
+# ---- isolation: one child process per submission ----
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    sessions: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(d.name))
+                sessions[int(d.name)] = int(fields[3])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    # Whatever shares a session with the tree (e.g. a daemon a student's code double-forked).
+    sids = {sessions.get(p) for p in out | {pid}} - {None, sessions.get(os.getpid())}
+    return out | {p for p, s in sessions.items() if s in sids and p != os.getpid()}
+
+
+def _kill_tree(pid: int) -> None:
+    for _ in range(3):                # kill, then look again for anything started meanwhile
+        victims = _descendants(pid) | {pid}
+        for p in victims:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def validate(raw, names: list[str]) -> list[dict]:
+    """The rows the grader accepts: its own checks, each 0 or its maximum, whatever the child said."""
+    given = {}
+    if isinstance(raw, list):
+        given = {r.get("name"): r for r in raw if isinstance(r, dict) and isinstance(r.get("name"), str)}
+    rows = []
+    for n in names:
+        milestone, mx = CHECKS[n][0], CHECKS[n][1]
+        r = given.get(n, {})
+        ok = r.get("points") in (0, mx) and not isinstance(r.get("points"), bool)
+        message = r.get("message") if isinstance(r.get("message"), str) else ""
+        rows.append({"name": n, "milestone": milestone, "points": r["points"] if ok else 0, "max": mx,
+                     "message": message[:500] if ok else f"{n}: not graded (no valid result)"})
+    return rows
+
+
+def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_timeout: int = 3600) -> dict:
+    """Grade one submission in an isolated child with a hard wall-clock limit."""
+    shown, path = str(path), Path(path).resolve()
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="es-grade-") as tmp:
+        result_file = Path(tmp) / "result.json"
+        proc = subprocess.Popen([sys.executable, "-m", "es.course.grade", str(path), str(result_file),
+                                 str(cell_timeout), str(check_timeout)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, cwd=tmp,
+                                env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                    filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+        timed_out = False
+        try:
+            proc.wait(timeout=submission_timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_tree(proc.pid)
+            proc.wait()
+        try:
+            child = json.loads(result_file.read_text())
+        except (OSError, ValueError):
+            child = {}
+    if not isinstance(child, dict):
+        child = {}
+    out = {"submission": shown, "notebook": child.get("notebook") if isinstance(child.get("notebook"), str) else ""}
+    names = checks_for(out["notebook"])
+    out["checks"] = validate(child.get("checks"), names)
+    if timed_out:
+        for r in out["checks"]:
+            if not r["points"]:
+                r["message"] = f"{r['name']}: not graded: the submission used up its {submission_timeout} s limit"
+        out["error"] = f"stopped after {submission_timeout} s (the grading limit per submission)"
+    elif isinstance(child.get("error"), str):
+        out["error"] = child["error"][:300]
+    elif not child:
+        out["error"] = "the grading process ended without a result"
+    if isinstance(child.get("notes"), list):
+        out["notes"] = [str(n)[:200] for n in child["notes"][:20]]
+    out["total"] = sum(r["points"] for r in out["checks"])
+    out["max"] = sum(r["max"] for r in out["checks"])
+    out["seconds"] = round(time.monotonic() - t0, 1)
     return out
 
 
@@ -143,12 +304,65 @@ def milestone_summary(results: list[dict]) -> str:
         f"  (course: {', '.join(f'{k} {v}' for k, v in MILESTONE_MAX.items())}, extras on top)"
 
 
-def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: int = 600, log=print) -> int:
-    results = []
-    for p in paths:
-        res = grade(p, cell_timeout, check_timeout)
-        results.append(res)
+def expand(paths) -> list[Path]:
+    """Notebooks named, and every ``*.ipynb`` under the folders named, in a stable order."""
+    out = []
+    for p in map(Path, paths):
+        out.extend(sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts) if p.is_dir() else [p])
+    return out
+
+
+def write_csv(results: list[dict], path) -> None:
+    import csv
+    names = list(dict.fromkeys(r["name"] for res in results for r in res["checks"]))
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["submission", "notebook", *names, "total", "max", "seconds", "error"])
+        for res in results:
+            pts = {r["name"]: r["points"] for r in res["checks"]}
+            w.writerow([res["submission"], res.get("notebook", ""), *[pts.get(n, "") for n in names],
+                        res["total"], res["max"], res.get("seconds", ""), res.get("error", "")])
+
+
+def write_feedback(result: dict, folder) -> Path:
+    """A plain-text report for the student: each check's points and what it found."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    sub = Path(result["submission"])
+    target = folder / f"{sub.parent.name}__{sub.stem}.txt" if sub.parent.name else folder / f"{sub.stem}.txt"
+    lines = [f"{sub.name}: {result['total']} / {result['max']} points", ""]
+    if result.get("error"):
+        lines += [f"error: {result['error']}", ""]
+    for r in result["checks"]:
+        lines.append(f"{r['name']} ({r['milestone']}): {r['points']} / {r['max']}")
+        lines.append(f"    {r['message'] or 'passed'}")
+    for n in result.get("notes", []):
+        lines.append(f"note: {n}")
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: int = 600, log=print,
+         csv_path=None, feedback=None, jobs: int | None = None, submission_timeout: int = 3600) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+    files = expand(paths)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:   # each submission is its own child process
+        results = list(pool.map(lambda p: grade(p, cell_timeout, check_timeout, submission_timeout), files))
+    for res in results:
         log(json.dumps(res) if as_json else table(res))
+        if feedback is not None:
+            write_feedback(res, feedback)
+    if csv_path is not None:
+        write_csv(results, csv_path)
     if not as_json and len(results) > 1:
         log(milestone_summary(results))
+        log(f"graded {len(results)} submissions in {time.monotonic() - t0:.0f} s ({jobs} at a time; "
+            f"{sum(r['seconds'] for r in results) / len(results):.1f} s each)")
     return 0
+
+
+if __name__ == "__main__":   # the isolated child: python -m es.course.grade NOTEBOOK RESULT CELL_S CHECK_S
+    _res = _grade_here(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]))
+    Path(sys.argv[2]).write_text(json.dumps(_res))

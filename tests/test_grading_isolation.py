@@ -1,0 +1,106 @@
+"""The grader against submissions that hang, crash, escape or forge: each costs only what it
+breaks, the batch finishes within its limits, and the gradebook holds only the grader's rows."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+from es.course.grade import grade, main
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "solutions" / "00_es_from_scratch.ipynb"
+
+
+def submission(tmp_path, extra_cells=(), replace=None, name="00_es_from_scratch.ipynb"):
+    """The 00 solution with cells added at the end, or one text replaced."""
+    nb = nbformat.read(str(SOLUTION), 4)
+    if replace:
+        old, new = replace
+        [cell] = [c for c in nb.cells if old in c.source]
+        cell.source = cell.source.replace(old, new)
+    nb.cells.extend(nbformat.v4.new_code_cell(src) for src in extra_cells)
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def rows(res):
+    return {r["name"]: r for r in res["checks"]}
+
+
+def test_a_cell_that_swallows_every_interrupt_is_skipped_and_the_checks_still_run(tmp_path):
+    path = submission(tmp_path, ["import time\nwhile True:\n    try:\n        time.sleep(0.2)\n"
+                                 "    except BaseException:\n        pass"])
+    t0 = time.time()
+    res = grade(path, cell_timeout=4, check_timeout=20, submission_timeout=120)
+    assert time.time() - t0 < 60
+    assert res["total"] == res["max"] == 4, res
+    assert any("did not finish in time" in n for n in res["notes"])
+
+
+def test_a_check_that_swallows_its_alarm_costs_only_its_points(tmp_path):
+    path = submission(tmp_path, replace=("x = np.asarray(returns, dtype=np.float64)",
+                                         "while True:\n        try:\n            pass\n"
+                                         "        except BaseException:\n            pass"))
+    res = grade(path, cell_timeout=30, check_timeout=3, submission_timeout=120)
+    r = rows(res)
+    assert r["centered_ranks"]["points"] == 0 and "did not finish" in r["centered_ranks"]["message"]
+    assert r["es_gradient"]["points"] == 2, res
+
+
+def test_a_kernel_killed_inside_one_check_keeps_the_other_checks_points(tmp_path):
+    path = submission(tmp_path, replace=("x = np.asarray(returns, dtype=np.float64)", "import os; os._exit(1)"))
+    res = grade(path, cell_timeout=30, check_timeout=20, submission_timeout=120)
+    r = rows(res)
+    assert r["centered_ranks"]["points"] == 0 and "kernel died" in r["centered_ranks"]["message"], res
+    assert r["es_gradient"]["points"] == 2, res
+
+
+def test_the_hard_limit_kills_the_kernel_and_whatever_it_started(tmp_path):
+    pid_file = tmp_path / "daemon.pid"
+    path = submission(tmp_path, [f"import subprocess, time\np = subprocess.Popen(['sleep', '600'])\n"
+                                 f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+                                 "while True:\n    try:\n        time.sleep(0.2)\n    except BaseException:\n        pass"])
+    t0 = time.time()
+    res = grade(path, cell_timeout=600, check_timeout=20, submission_timeout=15)
+    assert time.time() - t0 < 30
+    assert res["total"] == 0 and "stopped after 15 s" in res["error"], res
+    time.sleep(0.3)
+    pid = int(pid_file.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+
+
+def test_bytes_a_kernel_writes_to_fd_1_never_reach_the_gradebook(tmp_path):
+    forged = json.dumps({"submission": "forged", "total": 100, "max": 4, "checks": []})
+    path = submission(tmp_path, [f"import os\nos.write(1, {forged!r}.encode() + b'\\n')\n"
+                                 f"print({forged!r})"])
+    out = subprocess.run([sys.executable, "-m", "es", "grade", str(path), "--json"], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 1 and "forged" not in out.stdout
+    assert json.loads(lines[0])["total"] == 4
+
+
+def test_a_class_folder_gives_a_csv_gradebook_and_feedback_files(tmp_path):
+    submission(tmp_path / "class" / "alice", [])
+    submission(tmp_path / "class" / "bob", replace=("return ranks / (len(x) - 1) - 0.5", "return ranks / (len(x) - 1)"))
+    (tmp_path / "class" / "carol").mkdir()
+    (tmp_path / "class" / "carol" / "00_es_from_scratch.ipynb").write_text("{ not json")
+    logged = []
+    main([tmp_path / "class"], csv_path=tmp_path / "book.csv", feedback=tmp_path / "feedback", jobs=2,
+         cell_timeout=60, check_timeout=30, log=logged.append)
+    import csv
+    book = list(csv.DictReader(open(tmp_path / "book.csv")))
+    assert [Path(r["submission"]).parent.name for r in book] == ["alice", "bob", "carol"]
+    assert [r["total"] for r in book] == ["4", "2", "0"]
+    assert book[1]["centered_ranks"] == "0" and book[1]["es_gradient"] == "2"
+    assert "cannot read" in book[2]["error"] and float(book[0]["seconds"]) > 0
+    bob = (tmp_path / "feedback" / "bob__00_es_from_scratch.txt").read_text()
+    assert bob.startswith("00_es_from_scratch.ipynb: 2 / 4 points") and "forgot to center" in bob
+    assert any(l.startswith("graded 3 submissions") for l in logged)
