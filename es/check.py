@@ -42,6 +42,26 @@ def _fail(msg):
     raise CheckFailed(msg)
 
 
+def _call(fn, *args, global_seed=None, elsewhere=False, draw_after=False):
+    """Call a student's function: here (a notebook checking itself), or, when graded, in the
+    student's kernel through the grader's proxy (``es.course.remote``), which only ever hands
+    back plain data. ``RNG(seed)`` arguments become ``np.random.default_rng(seed)`` on the
+    side that runs the function; ``global_seed`` seeds the global NumPy state first;
+    ``elsewhere`` runs it twice in other processes (joblib) and returns both results;
+    ``draw_after`` also returns the global state's next ``np.random.random()`` after the call."""
+    if hasattr(fn, "probe"):
+        return fn.probe(*args, global_seed=global_seed, elsewhere=elsewhere, draw_after=draw_after)
+    from .course.wire import RNG
+    args = [a.make() if isinstance(a, RNG) else a for a in args]
+    if elsewhere:
+        from joblib import Parallel, delayed
+        return Parallel(n_jobs=2)(delayed(fn)(*args) for _ in range(2))
+    if global_seed is not None:
+        np.random.seed(global_seed)
+    out = fn(*args)
+    return (out, float(np.random.random())) if draw_after else out
+
+
 def _close(got, want, tol, what):
     got = np.asarray(got)
     if got.shape != np.shape(want):
@@ -96,15 +116,16 @@ def es_gradient(fn):
 @_register("antithetic_noise", "M1", 1, "01_cartpole")
 def antithetic_noise(fn):
     """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in."""
-    a = np.asarray(fn(np.random.default_rng(1), 8, 5))
+    from .course.wire import RNG
+    a = np.asarray(_call(fn, RNG(1), 8, 5))
     if a.shape != (8, 5):
         _fail(f"antithetic_noise: expected shape (population, dim) = (8, 5), got {a.shape}")
     if not np.allclose(a[0::2], -a[1::2]):
         _fail("antithetic_noise: members 2k and 2k+1 must be mirrored (+eps_k and -eps_k)")
     if np.allclose(a[0], a[2]) or np.allclose(a[0], -a[2]):
         _fail("antithetic_noise: different pairs got the same noise")
-    b = np.asarray(fn(np.random.default_rng(1), 8, 5))
-    c = np.asarray(fn(np.random.default_rng(2), 8, 5))
+    b = np.asarray(_call(fn, RNG(1), 8, 5))
+    c = np.asarray(_call(fn, RNG(2), 8, 5))
     if not np.array_equal(a, b) or np.array_equal(a, c):
         _fail("antithetic_noise: draw from the generator you are given (same seed -> same noise), not np.random")
 
@@ -153,20 +174,22 @@ def train_cartpole(fn):
 @_register("member_noise", "M2", 2, "02_parallel")
 def member_noise(fn):
     """Noise of one member from (seed, generation, member) alone, never the global state."""
-    from joblib import Parallel, delayed
-    np.random.seed(123)
-    before = np.random.get_state()[1].copy()
-    a = np.asarray(fn(7, 3, 5, 6))
-    if not np.array_equal(np.random.get_state()[1], before):
-        _fail("member_noise: it uses the global np.random state; build a Generator from (seed, generation, member)")
+    a, after = _call(fn, 7, 3, 5, 6, global_seed=123, draw_after=True)
+    a = np.asarray(a)
+    if after != np.random.RandomState(123).random_sample():
+        _fail("member_noise: it uses the global np.random state (it seeds or draws from it); build a Generator "
+              "from (seed, generation, member)")
     if a.shape != (6,):
         _fail(f"member_noise: expected shape (dim,) = (6,), got {a.shape}")
-    if not np.array_equal(a, fn(7, 3, 5, 6)):
+    if not np.array_equal(a, np.asarray(_call(fn, 7, 3, 5, 6, global_seed=124))):
+        _fail("member_noise: it uses the global np.random state (the result changes with it); build a Generator "
+              "from (seed, generation, member)")
+    if not np.array_equal(a, np.asarray(_call(fn, 7, 3, 5, 6, global_seed=123))):
         _fail("member_noise: two calls with the same (seed, generation, member) differ")
-    if np.allclose(a, fn(7, 3, 6, 6)) or np.allclose(a, fn(7, 4, 5, 6)) or np.allclose(a, fn(8, 3, 5, 6)):
+    if np.allclose(a, _call(fn, 7, 3, 6, 6)) or np.allclose(a, _call(fn, 7, 4, 5, 6)) or np.allclose(a, _call(fn, 8, 3, 5, 6)):
         _fail("member_noise: different members, generations or seeds must get different noise")
-    elsewhere = Parallel(n_jobs=2)(delayed(fn)(7, 3, 5, 6) for _ in range(2))
-    if not all(np.array_equal(a, e) for e in elsewhere):
+    elsewhere = _call(fn, 7, 3, 5, 6, elsewhere=True)
+    if not all(np.array_equal(a, np.asarray(e)) for e in elsewhere):
         _fail("member_noise: another process computed different noise for the same member")
 
 

@@ -104,3 +104,35 @@ def test_a_class_folder_gives_a_csv_gradebook_and_feedback_files(tmp_path):
     bob = (tmp_path / "feedback" / "bob__00_es_from_scratch.txt").read_text()
     assert bob.startswith("00_es_from_scratch.ipynb: 2 / 4 points") and "forgot to center" in bob
     assert any(l.startswith("graded 3 submissions") for l in logged)
+
+
+BLANK = ROOT / "notebooks" / "00_es_from_scratch.ipynb"
+
+
+def blank_with(tmp_path, *cells):
+    nb = nbformat.read(str(BLANK), 4)
+    nb.cells.extend(nbformat.v4.new_code_cell(c) for c in cells)
+    path = tmp_path / "00_es_from_scratch.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_patching_the_checks_in_the_kernel_earns_nothing(tmp_path):
+    """The checks run in the grader's process: replacing them (or the references, numpy's
+    comparisons, json, print) inside the kernel changes nothing."""
+    path = blank_with(tmp_path, "import es.check, es.shaping, json, numpy as np\n"
+                                "for n in es.check.CHECKS:\n    getattr(es.check, n).raw = lambda *a: None\n"
+                                "es.check._fail = lambda msg: None\nes.check.rel_error = lambda x, y: 0.0\n"
+                                "np.array_equal = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n"
+                                "json.dumps = lambda *a, **k: '[]'")
+    res = grade(path, cell_timeout=60, check_timeout=30)
+    assert res["total"] == 0, res   # (json.dumps broken in the kernel: its answers are unreadable, so 0)
+
+
+def test_forged_result_lines_from_an_ipython_hook_earn_nothing(tmp_path):
+    forged = json.dumps([{"name": "centered_ranks", "milestone": "M1", "points": 2, "max": 2, "message": "passed"}])
+    path = blank_with(tmp_path, "from IPython import get_ipython\n"
+                                f"get_ipython().events.register('pre_run_cell', lambda *a: print('@@ES-GRADE@@' + {forged!r}))\n"
+                                "get_ipython().events.register('post_run_cell', lambda *a: print('@@ES-PROBE@@bm90IGpzb24='))")
+    res = grade(path, cell_timeout=60, check_timeout=30)
+    assert res["total"] == 0, res

@@ -29,48 +29,13 @@ from pathlib import Path
 
 from ..check import CHECKS, CheckFailed
 from .build import ROOT
+from .remote import KernelError, KernelGone, Remote, ask
 
-MARKER = "@@ES-GRADE@@"
 MILESTONE_MAX = {"M1": 10, "M2": 5, "M3": 5, "M4": 10}
 
 
 def checks_for(notebook: str) -> list[str]:
     return [name for name, (_, _, nb, _) in CHECKS.items() if nb == notebook]
-
-
-def run_checks(namespace: dict, names: list[str], seconds: int = 600) -> list[dict]:
-    """Runs inside the student's kernel: each check in isolation, with a time limit."""
-    from .. import check as module
-
-    def on_alarm(*_):
-        raise TimeoutError
-    results = []
-    for name in names:
-        milestone, points, _, needs = CHECKS[name]
-        row = {"name": name, "milestone": milestone, "points": 0, "max": points, "message": ""}
-        missing = [n for n in needs if n not in namespace]
-        if missing:
-            row["message"] = f"{name}: define {', '.join(missing)} (the cell that defines it did not run?)"
-            results.append(row)
-            continue
-        old = signal.signal(signal.SIGALRM, on_alarm)
-        signal.alarm(seconds)
-        try:
-            getattr(module, name).raw(*[namespace[n] for n in needs])
-            row["points"], row["message"] = points, "passed"
-        except NotImplementedError:
-            row["message"] = f"{name}: not implemented yet (the cell still raises NotImplementedError)"
-        except CheckFailed as exc:
-            row["message"] = str(exc)
-        except TimeoutError:
-            row["message"] = f"{name}: the check did not finish in {seconds} s (an endless loop?)"
-        except BaseException as exc:  # a student's code may raise anything, even SystemExit
-            row["message"] = f"{name}: raised {exc.__class__.__name__}: {str(exc)[:200]}"
-        finally:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
-        results.append(row)
-    return results
 
 
 def notebook_name(nb, path: Path) -> str:
@@ -82,11 +47,6 @@ def notebook_name(nb, path: Path) -> str:
         if m and src.startswith(m.group(1)):
             return src
     return ""
-
-
-def _check_cell(name: str, check_timeout: int) -> str:
-    return ("import json as _json\nfrom es.course.grade import run_checks as _run_checks\n"
-            f"print({MARKER!r} + _json.dumps(_run_checks(globals(), [{name!r}], {int(check_timeout)})))")
 
 
 def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict:
@@ -137,29 +97,30 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict
             else:
                 return
 
+    def execute(source: str, deadline: float) -> str:
+        """Run ``source`` in the kernel before ``deadline``; its printed text."""
+        cell = nbformat.v4.new_code_cell(source)
+        run.cells.append(cell)
+        client.timeout = max(1, int(deadline - time.monotonic()))
+        try:
+            client.execute_cell(cell, len(run.cells) - 1)
+        except CellTimeoutError:
+            raise KernelGone("timeout") from None
+        except DeadKernelError:
+            raise KernelGone("dead") from None
+        finally:
+            client.timeout = cell_timeout
+        return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
     try:
         replay()
         for row in rows:
-            cell = nbformat.v4.new_code_cell(_check_cell(row["name"], check_timeout))
-            run.cells.append(cell)
-            client.timeout = check_timeout + 5 + check_timeout // 10   # past the check's own alarm
-            try:
-                client.execute_cell(cell, len(run.cells) - 1)
-                text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-                line = next((l for l in text.splitlines() if l.startswith(MARKER)), None)
-                if line is None:
-                    row["message"] = f"{row['name']}: the check printed nothing (did the notebook exit the kernel?)"
-                else:
-                    row.update({k: v for k, v in json.loads(line[len(MARKER):])[0].items() if k in ("points", "message")})
-                continue
-            except CellTimeoutError:
-                row["message"] = f"{row['name']}: the check did not finish in {check_timeout} s (an endless loop?)"
-            except DeadKernelError:
-                row["message"] = f"{row['name']}: the kernel died during the check (out of memory, or os._exit?)"
-            client.timeout = cell_timeout
-            _stop_kernel(client)
-            replay()                 # the next check gets a kernel in a known state
-            client.timeout = cell_timeout
+            row["message"] = _run_check(row, execute, check_timeout)
+            if row["message"] == "passed":
+                row["points"] = row["max"]
+            elif row["message"].endswith(_GONE):
+                _stop_kernel(client)
+                replay()                 # the next check gets a kernel in a known state
     except Exception as exc:         # the machinery itself failed: every check not yet graded says why
         for r in rows:
             if not r["message"]:
@@ -171,6 +132,39 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict
     if notes:
         out["notes"] = notes
     return out
+
+
+_GONE = "(the kernel was restarted for the next check)"
+
+
+def _run_check(row: dict, execute, check_timeout: int) -> str:
+    """One check, in this process; the student's functions run in the kernel. Its message."""
+    from .. import check as module
+    name = row["name"]
+    deadline = time.monotonic() + check_timeout
+    run = lambda source: execute(source, deadline)   # noqa: E731
+    try:
+        objs = []
+        for need in CHECKS[name][3]:
+            kind = ask(run, need, "kind")
+            if kind.get("missing"):
+                return f"{name}: define {need} (the cell that defines it did not run?)"
+            objs.append(Remote(run, need) if kind.get("callable") else ask(run, need, "get").get("value"))
+        getattr(module, name).raw(*objs)
+        return "passed"
+    except NotImplementedError:
+        return f"{name}: not implemented yet (the cell still raises NotImplementedError)"
+    except CheckFailed as exc:
+        return str(exc)
+    except KernelError as exc:
+        return f"{name}: raised {str(exc)[:300]}"
+    except KernelGone as exc:
+        if exc.reason == "timeout":
+            return f"{name}: the check did not finish in {check_timeout} s (an endless loop?) {_GONE}"
+        return f"{name}: the kernel died during the check (out of memory, or os._exit?) {_GONE}"
+    except Exception as exc:   # the check could not use what came back (a tuple for a dict, ...)
+        return (f"{name}: the check could not use what your code returned ({exc.__class__.__name__}: "
+                f"{str(exc)[:200]}); compare with the docstring")
 
 
 def _stop_kernel(client) -> None:
