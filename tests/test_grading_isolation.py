@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from es.course.grade import grade, main
 
@@ -136,3 +137,42 @@ def test_forged_result_lines_from_an_ipython_hook_earn_nothing(tmp_path):
                                 "get_ipython().events.register('post_run_cell', lambda *a: print('@@ES-PROBE@@bm90IGpzb24='))")
     res = grade(path, cell_timeout=60, check_timeout=30)
     assert res["total"] == 0, res
+
+
+# ---- delegation: the answer key earns nothing
+DELEGATIONS = [
+    ("assigned", "import es.shaping\ncentered_ranks = es.shaping.centered_ranks", "reference implementation"),
+    ("aliased import", "from es.shaping import centered_ranks as _cr\n\ndef centered_ranks(x):\n    return _cr(x)",
+     "reference implementation"),
+    ("built at run time", "centered_ranks = getattr(__import__('es.shaping', fromlist=['x']), 'centered_ranks')",
+     "builds code or imports at run time"),
+    ("through sys.modules", "import sys, es.shaping\nglobals()['centered_ranks'] = sys.modules['es.shaping'].centered_ranks",
+     "is es.shaping's function"),
+]
+
+
+@pytest.mark.parametrize("cell, words", [d[1:] for d in DELEGATIONS], ids=[d[0] for d in DELEGATIONS])
+def test_a_function_that_delegates_to_the_reference_scores_0_on_its_check(tmp_path, cell, words):
+    res = grade(blank_with(tmp_path, cell), cell_timeout=60, check_timeout=30)
+    r = rows(res)
+    assert r["centered_ranks"]["points"] == 0 and words in r["centered_ranks"]["message"], res
+
+
+def test_a_train_cartpole_that_calls_es_train_scores_0_and_the_rest_stands(tmp_path):
+    path = submission(tmp_path, ["def train_cartpole(seed):\n    import es\n"
+                                 "    return es.train(es.config_for('cartpole', seed=seed), final_eval=False).center"],
+                      name="01_cartpole.ipynb")
+    nb = nbformat.read(str(ROOT / "solutions" / "01_cartpole.ipynb"), 4)
+    nb.cells.append(nbformat.v4.new_code_cell(nbformat.read(str(path), 4).cells[-1].source))
+    nbformat.write(nb, str(path))
+    res = grade(path, cell_timeout=300, check_timeout=120)
+    r = rows(res)
+    assert r["train_cartpole"]["points"] == 0 and "train_cartpole uses es." in r["train_cartpole"]["message"], res
+    assert res["total"] == res["max"] - r["train_cartpole"]["max"], res
+
+
+def test_a_notebook_that_runs_the_solutions_loses_every_check(tmp_path):
+    path = blank_with(tmp_path, "import nbformat\nfrom nbclient import NotebookClient\n"
+                                "_nb = nbformat.read('../solutions/00_es_from_scratch.ipynb', 4)\n")
+    res = grade(path, cell_timeout=60, check_timeout=30)
+    assert res["total"] == 0 and all("solutions/" in r["message"] for r in res["checks"]), res

@@ -112,9 +112,14 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict
             client.timeout = cell_timeout
         return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
+    from .delegation import findings
+    delegated = findings([c.source for c in cells], {n: CHECKS[n][3] for n in names})
     try:
         replay()
         for row in rows:
+            if row["name"] in delegated:
+                row["message"] = delegated[row["name"]]
+                continue
             row["message"] = _run_check(row, execute, check_timeout)
             if row["message"] == "passed":
                 row["points"] = row["max"]
@@ -149,6 +154,9 @@ def _run_check(row: dict, execute, check_timeout: int) -> str:
             kind = ask(run, need, "kind")
             if kind.get("missing"):
                 return f"{name}: define {need} (the cell that defines it did not run?)"
+            home = str(kind.get("module") or "")
+            if kind.get("callable") and home.split(".")[0] in ("es", "pong", "solutions"):
+                return f"{name}: 0 points: {need} is {home}'s function, not one written in the notebook"
             objs.append(Remote(run, need) if kind.get("callable") else ask(run, need, "get").get("value"))
         getattr(module, name).raw(*objs)
         return "passed"

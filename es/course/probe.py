@@ -16,7 +16,8 @@ def call(namespace: dict, request: str) -> None:
         if name not in namespace:
             reply = {"missing": True}
         elif req["op"] == "kind":
-            reply = {"callable": callable(namespace[name])}
+            obj = namespace[name]
+            reply = {"callable": callable(obj), "module": str(getattr(obj, "__module__", "") or "")}
         elif req["op"] == "get":
             reply = {"value": namespace[name]}
         else:
