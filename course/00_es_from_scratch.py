@@ -19,7 +19,7 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
-import es.check
+from es.course import check
 
 FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 
@@ -47,7 +47,7 @@ def centered_ranks(returns):
 
 
 # %%
-es.check.centered_ranks(centered_ranks)
+check.centered_ranks(centered_ranks)
 
 # %% [markdown]
 # ## 2. The gradient estimate
@@ -65,7 +65,7 @@ def es_gradient(noise, weights, sigma):
 
 
 # %%
-es.check.es_gradient(es_gradient)
+check.es_gradient(es_gradient)
 
 # %% [markdown]
 # ## 3. Climbing the blog's quadratic

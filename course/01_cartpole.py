@@ -15,7 +15,7 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
-import es.check
+from es.course import check
 from es.envs.cartpole import run_cartpole_batch
 from es.policies import MLPPolicy
 
@@ -56,7 +56,7 @@ def antithetic_noise(rng, population, dim):
 
 
 # %%
-es.check.antithetic_noise(antithetic_noise)
+check.antithetic_noise(antithetic_noise)
 
 # %% [markdown]
 # ## 2. Adam, for gradient *ascent*
@@ -78,7 +78,7 @@ def adam_update(theta, grad, state, lr):
 
 
 # %%
-es.check.adam_update(adam_update)
+check.adam_update(adam_update)
 
 # %% [markdown]
 # ## 3. The training loop
@@ -113,7 +113,7 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
 # %%
 curve = []
 params = train_cartpole(0, log=curve)
-es.check.train_cartpole(lambda seed: params)
+check.train_cartpole(lambda seed: params)
 plt.plot(curve, marker="o")
 plt.xlabel("generation")
 plt.ylabel("center's mean return (8 start states)")

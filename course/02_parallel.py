@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from joblib import Parallel, delayed
 
-import es.check
+from es.course import check
 from es.envs.cartpole import run_cartpole_batch
 from es.policies import MLPPolicy
 
@@ -63,7 +63,7 @@ def member_noise(seed, generation, member, dim):
 
 
 # %%
-es.check.member_noise(member_noise)
+check.member_noise(member_noise)
 
 # %% [markdown]
 # ## 2. A generation in parallel
@@ -92,7 +92,7 @@ def parallel_returns(center, sigma, seed, generation, population, n_jobs):
 
 
 # %%
-es.check.parallel_returns(parallel_returns)
+check.parallel_returns(parallel_returns)
 
 # %% [markdown]
 # ## 3. Same answer, any number of workers

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import es
-import es.check
+from es.course import check
 
 FAST = os.environ.get("ES_COURSE_FAST") == "1"
 
@@ -49,7 +49,7 @@ def decode_result(payload):
 
 
 # %%
-es.check.result_codec(encode_result, decode_result)
+check.result_codec(encode_result, decode_result)
 
 # %% [markdown]
 # ## 2. Leases: which chunks to hand out again
@@ -75,7 +75,7 @@ def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds):
 
 
 # %%
-es.check.chunks_to_requeue(chunks_to_requeue)
+check.chunks_to_requeue(chunks_to_requeue)
 
 # %% [markdown]
 # ## 3. The real thing on one machine

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import es
-import es.check
+from es.course import check
 from pong import make_pong
 
 FAST = os.environ.get("ES_COURSE_FAST") == "1"
@@ -44,7 +44,7 @@ def downsample(frame):
 
 
 # %%
-es.check.downsample(downsample)
+check.downsample(downsample)
 
 # %% [markdown]
 # ## 2. Frame stacking
@@ -61,7 +61,7 @@ def stack_frames(stack, frame):
 
 
 # %%
-es.check.stack_frames(stack_frames)
+check.stack_frames(stack_frames)
 
 # %%
 env = make_pong(seed=0)
@@ -90,7 +90,7 @@ def batched_policy(W, b, features):
 
 
 # %%
-es.check.batched_policy(batched_policy)
+check.batched_policy(batched_policy)
 
 # %% [markdown]
 # ## 4. An agent that beats random

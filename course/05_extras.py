@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import es
-import es.check
+from es.course import check
 
 FAST = os.environ.get("ES_COURSE_FAST") == "1"
 
@@ -34,7 +34,7 @@ def snes_step(mu, sigma, s, w, lr_mu, lr_sigma):
 
 
 # %%
-es.check.snes_step(snes_step)
+check.snes_step(snes_step)
 
 # %% [markdown]
 # ## 2. OpenAI-ES against SNES on Rastrigin

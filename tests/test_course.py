@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from es.check import CHECKS
+from es.course.check import CHECKS
 from es.course import build
 from es.course.grade import grade
 

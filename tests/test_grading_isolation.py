@@ -121,9 +121,9 @@ def blank_with(tmp_path, *cells):
 def test_patching_the_checks_in_the_kernel_earns_nothing(tmp_path):
     """The checks run in the grader's process: replacing them (or the references, numpy's
     comparisons, json, print) inside the kernel changes nothing."""
-    path = blank_with(tmp_path, "import es.check, es.shaping, json, numpy as np\n"
-                                "for n in es.check.CHECKS:\n    getattr(es.check, n).raw = lambda *a: None\n"
-                                "es.check._fail = lambda msg: None\nes.check.rel_error = lambda x, y: 0.0\n"
+    path = blank_with(tmp_path, "import es.course.check as chk, es.shaping, json, numpy as np\n"
+                                "for n in chk.CHECKS:\n    getattr(chk, n).raw = lambda *a: None\n"
+                                "chk._fail = lambda msg: None\nchk.rel_error = lambda x, y: 0.0\n"
                                 "np.array_equal = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n"
                                 "json.dumps = lambda *a, **k: '[]'")
     res = grade(path, cell_timeout=60, check_timeout=30)

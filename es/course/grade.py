@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..check import CHECKS, CheckFailed
+from .check import CHECKS, CheckFailed
 from .build import ROOT
 from .remote import KernelError, KernelGone, Remote, ask
 
@@ -144,7 +144,7 @@ _GONE = "(the kernel was restarted for the next check)"
 
 def _run_check(row: dict, execute, check_timeout: int) -> str:
     """One check, in this process; the student's functions run in the kernel. Its message."""
-    from .. import check as module
+    from . import check as module
     name = row["name"]
     deadline = time.monotonic() + check_timeout
     run = lambda source: execute(source, deadline)   # noqa: E731

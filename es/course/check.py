@@ -1,7 +1,7 @@
 """Checks a student runs after each graded cell, and the autograder runs the same ones.
 
-    import es.check
-    es.check.centered_ranks(centered_ranks)      # prints "OK ..." or raises CheckFailed
+    from es.course import check
+    check.centered_ranks(centered_ranks)         # prints "OK ..." or raises CheckFailed
 
 Every check compares against the reference implementation in ``es`` on seeded inputs, with a
 stated tolerance, and when it fails it says which mistake the numbers point to.
@@ -51,7 +51,7 @@ def _call(fn, *args, global_seed=None, elsewhere=False, draw_after=False):
     ``draw_after`` also returns the global state's next ``np.random.random()`` after the call."""
     if hasattr(fn, "probe"):
         return fn.probe(*args, global_seed=global_seed, elsewhere=elsewhere, draw_after=draw_after)
-    from .course.wire import RNG
+    from .wire import RNG
     args = [a.make() if isinstance(a, RNG) else a for a in args]
     if elsewhere:
         from joblib import Parallel, delayed
@@ -74,7 +74,7 @@ def _close(got, want, tol, what):
 @_register("centered_ranks", "M1", 2, "00_es_from_scratch")
 def centered_ranks(fn):
     """Tolerance 1e-6 against es.shaping.centered_ranks, on returns with ties."""
-    from .shaping import centered_ranks as ref
+    from ..shaping import centered_ranks as ref
     x = np.array([3.0, -1.0, 3.0, 10.0, 0.5, -7.0, 3.0, 2.0])
     got = np.asarray(fn(x.copy()), dtype=np.float64)
     want = ref(x)
@@ -116,7 +116,7 @@ def es_gradient(fn):
 @_register("antithetic_noise", "M1", 1, "01_cartpole")
 def antithetic_noise(fn):
     """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in."""
-    from .course.wire import RNG
+    from .wire import RNG
     a = np.asarray(_call(fn, RNG(1), 8, 5))
     if a.shape != (8, 5):
         _fail(f"antithetic_noise: expected shape (population, dim) = (8, 5), got {a.shape}")
@@ -133,7 +133,7 @@ def antithetic_noise(fn):
 @_register("adam_update", "M1", 2, "01_cartpole")
 def adam_update(fn):
     """Three Adam ascent steps against es.optimizers.Adam, tolerance 1e-5."""
-    from .optimizers import Adam
+    from ..optimizers import Adam
     theta = np.array([0.5, -1.0, 2.0], dtype=np.float32)
     ref, state, got = Adam(3, 0.1), None, theta.copy()
     want = theta.copy()
@@ -161,7 +161,7 @@ def adam_update(fn):
 def train_cartpole(fn):
     """train_cartpole(seed) -> linear policy parameters (10 floats, es.policies.MLPPolicy(4, 2, ())
     layout); solved = mean return >= 475 on CartPole-v1 seeds 1000..1019."""
-    from .envs import EnvProblem
+    from ..envs import EnvProblem
     params = np.asarray(fn(0), dtype=np.float32).ravel()
     if params.size != 10:
         _fail(f"train_cartpole: expected 10 parameters (4x2 weights + 2 biases), got {params.size}")
@@ -240,7 +240,7 @@ def result_codec(encode_result, decode_result):
 def chunks_to_requeue(fn):
     """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
     es.distributed.master.chunks_to_requeue (the master's own rule)."""
-    from .distributed.master import chunks_to_requeue as ref
+    from ..distributed.master import chunks_to_requeue as ref
     queued_at = {"a": 0.0, "b": 0.0, "c": 0.0, "d": 9.5, "e": 0.0}
     in_queue = {"c"}
     leases = {"a": 9.0, "b": 2.0}       # last heartbeat
