@@ -4,10 +4,11 @@ the allow-list a worker applies to a spec from the network, and the two policy t
 from __future__ import annotations
 
 from es import registry
+from es.distributed.protocol import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
-# What a worker agrees to build from a spec it did not write: sizes are bounded.
-MAX_HIDDEN, MAX_LAYERS, MAX_STEPS, MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 4096, 8, 10 ** 6, 1024, 64, 256
+# What a worker agrees to build from a spec it did not write, beyond the core's bounds.
+MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 1024, 64, 256
 
 # Fitness is the game score within a capped episode (max_steps agent steps); evaluation
 # plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
@@ -17,27 +18,21 @@ DEFAULTS = {"hidden": [],
                       "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 128}}}
 
 
-def _int(v, lo, hi) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
 def validate_spec(spec: dict) -> None:
     policy = spec.get("policy")
     if not isinstance(policy, dict) or policy.get("type") not in ("pong_dense", "pong_conv"):
         raise ValueError("pong policy must be pong_dense or pong_conv")
     if policy["type"] == "pong_dense":
-        hidden = policy.get("hidden", [])
-        if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not (
-                isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(_int(h, 1, MAX_HIDDEN) for h in hidden)):
+        if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
     else:
         ch = policy.get("channels", [8, 16])
-        if not (isinstance(ch, list) and len(ch) == 2 and all(_int(c, 1, MAX_CHANNELS) for c in ch)):
+        if not (isinstance(ch, list) and len(ch) == 2 and all(int_in(c, 1, MAX_CHANNELS) for c in ch)):
             raise ValueError(f"pong_conv channels must be two sizes in [1, {MAX_CHANNELS}]")
     for name, lo, hi, default in (("max_steps", 1, MAX_STEPS, 1000), ("num_envs", 1, MAX_NUM_ENVS, 128),
                                   ("threads", 0, MAX_THREADS, 0)):
         v = spec.get(name, default)
-        if not _int(v, lo, hi):
+        if not int_in(v, lo, hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r:.40}")
 
 
@@ -54,7 +49,7 @@ def check_config(config) -> None:
     if config.extra.get("policy", "dense") not in ("dense", "conv"):
         raise ESError(f"--policy must be dense or conv, got {config.extra.get('policy')!r}")
     n = config.extra.get("num_envs", 128)
-    if not _int(n, 1, MAX_NUM_ENVS):
+    if not int_in(n, 1, MAX_NUM_ENVS):
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
 
 

@@ -194,6 +194,16 @@ def decode_task(record: dict):
 MAX_HIDDEN, MAX_LAYERS, MAX_STEPS = 4096, 8, 10 ** 6
 
 
+def int_in(v, lo: int, hi: int) -> bool:
+    """An integer (not a bool) in ``[lo, hi]``: for allow-lists, the core's and plug-ins'."""
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def layer_sizes_ok(hidden) -> bool:
+    """At most ``MAX_LAYERS`` hidden layer sizes, each in ``[1, MAX_HIDDEN]``."""
+    return isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(int_in(h, 1, MAX_HIDDEN) for h in hidden)
+
+
 def validate_spec(spec) -> None:
     """Allow-list for problem specs from the network: an ``env`` problem must name one of the
     known environments or a registered gymnasium id (never ``module:Env``, which would make
@@ -207,7 +217,7 @@ def validate_spec(spec) -> None:
         v = spec.get(name, default)
         if v is None and allow_none:
             return
-        if not (isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi):
+        if not int_in(v, lo, hi):
             raise BadPayload(f"problem spec: {name} must be an integer in [{lo}, {hi}], got {v!r:.40}")
 
     if kind == "env":
@@ -217,9 +227,7 @@ def validate_spec(spec) -> None:
         from ..envs import KNOWN, is_registered
         if env_id not in {e["env_id"] for e in KNOWN.values()} and not is_registered(env_id):
             raise BadPayload(f"problem spec: env_id {env_id!r} is neither a known environment nor registered")
-        hidden = spec.get("hidden", [])
-        if not (isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(
-                isinstance(h, int) and not isinstance(h, bool) and 1 <= h <= MAX_HIDDEN for h in hidden)):
+        if not layer_sizes_ok(spec.get("hidden", [])):
             raise BadPayload(f"problem spec: hidden must be at most {MAX_LAYERS} sizes in [1, {MAX_HIDDEN}]")
         bounded_int("max_steps", 1, MAX_STEPS, allow_none=True)
     else:
