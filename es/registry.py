@@ -23,7 +23,7 @@ worker runs on a spec that came over the network before building anything: raise
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from .errors import ESError
@@ -37,7 +37,6 @@ class EnvEntry:
     aliases: tuple = ()
     title: str = ""                   # one line for `python -m es train --help`
     check_config: Callable | None = None   # (ESConfig) -> None, raises ESError
-    extra_options: dict = field(default_factory=dict)   # extra key -> CLI help
 
 
 @dataclass(frozen=True)
@@ -53,9 +52,8 @@ _loaded = False
 _errors: list[str] = []
 
 
-def register_env(name: str, *, make_problem, defaults: dict, aliases=(), title: str = "", check_config=None,
-                 extra_options=None) -> None:
-    _ENVS[name] = EnvEntry(name, make_problem, defaults, tuple(aliases), title, check_config, dict(extra_options or {}))
+def register_env(name: str, *, make_problem, defaults: dict, aliases=(), title: str = "", check_config=None) -> None:
+    _ENVS[name] = EnvEntry(name, make_problem, defaults, tuple(aliases), title, check_config)
 
 
 def register_problem(kind: str, *, from_spec, validate_spec) -> None:

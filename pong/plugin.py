@@ -65,8 +65,7 @@ def _policy(spec):
 
 def register() -> None:
     registry.register_env("pong", make_problem=make_problem, defaults=DEFAULTS, aliases=("ALE/Pong-v5", "Pong"),
-                          title="Atari Pong, 42x42x4 pixels", check_config=check_config,
-                          extra_options={"policy": "dense (default) or conv", "num_envs": "games stepped at once"})
+                          title="Atari Pong, 42x42x4 pixels", check_config=check_config)
     registry.register_problem("pong", from_spec=_from_spec, validate_spec=validate_spec)
     for kind in ("pong_dense", "pong_conv"):
         registry.register_policy(kind, _policy)

@@ -32,24 +32,20 @@ import numpy as np
 
 from ..errors import ESError
 from ..evaluators import GenerationResult, evaluate_members
-from ..parallel import chunk_bounds
+from ..parallel import _problem, chunk_bounds   # _problem: the worker process's copy, built once per spec
 from . import protocol as P
 
-_PROBLEMS: dict = {}
 _WORKER_ID = os.urandom(8)
 
 
 def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> bytes:
     """Worker side: members ``[first, end)`` of the task ``record`` (and the center), as a
     result payload."""
-    from ..envs import make_problem
     from ..train import one_blas_thread
     task, spec, seeds, center_seeds, meta = P.decode_task(record)
-    key = json.dumps(spec, sort_keys=True)
-    if key not in _PROBLEMS:
-        _PROBLEMS[key] = make_problem(spec)
+    problem = _problem(json.dumps(spec, sort_keys=True), None)
     with one_blas_thread():
-        r, lengths, cr, cl = evaluate_members(_PROBLEMS[key], task, np.arange(first, end), seeds,
+        r, lengths, cr, cl = evaluate_members(problem, task, np.arange(first, end), seeds,
                                               center_seeds if with_center else None)
     return P.encode_result(_WORKER_ID, meta["run"], meta["nonce"], meta["digest"], task.generation, first, r, lengths,
                            (cr, cl) if with_center else None)
