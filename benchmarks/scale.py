@@ -70,7 +70,7 @@ def master_update(populations, dims, budget):
 
 
 def table_build():
-    code = ("import time, resource; t=time.perf_counter(); from es import noise_table; "
+    code = ("import time; t=time.perf_counter(); from es import noise_table; "
             "tab = noise_table.shared_table(); print(time.perf_counter() - t, tab.nbytes)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.split()
