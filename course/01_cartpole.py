@@ -85,8 +85,9 @@ check.adam_update(adam_update)
 #
 # Each generation: draw mirrored noise, evaluate `center + sigma * noise` with
 # `cartpole_returns` (every member on the same start state: common random numbers), shape
-# the returns, estimate the gradient, step. Stop when the unperturbed center scores 500 on a
-# few start states. Population 256, sigma 0.2, plain SGD with step 0.3 and z-scored returns
+# the returns, estimate the gradient, step. Stop when the unperturbed center scores 500 on
+# 128 start states at once (on only 8, about one seed in fifty stops at a policy that drops
+# one start in ten and misses the 475 bar). Population 256, sigma 0.2, plain SGD with step 0.3 and z-scored returns
 # work well (see the README for why z-scores beat ranks here); Adam works too, more slowly.
 # `center_returns(center, seeds)` plays the center on several start states at once.
 
@@ -96,7 +97,7 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
     rng = np.random.default_rng(seed)
     center = np.zeros(policy.num_params)
     for g in range(generations):
-        starts = rng.integers(0, 2 ** 31, 8)
+        starts = rng.integers(0, 2 ** 31, 128)
         center_scores = center_returns(center, starts)
         if log is not None:
             log.append(center_scores.mean())
@@ -113,9 +114,9 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
 # %%
 curve = []
 params = train_cartpole(0, log=curve)
-check.train_cartpole(lambda seed: params)
+check.train_cartpole(train_cartpole)   # trains again from two fresh seeds, and one of them twice
 plt.plot(curve, marker="o")
 plt.xlabel("generation")
-plt.ylabel("center's mean return (8 start states)")
+plt.ylabel("center's mean return (128 start states)")
 plt.title("CartPole-v1")
 plt.show()

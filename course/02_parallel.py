@@ -92,7 +92,7 @@ def parallel_returns(center, sigma, seed, generation, population, n_jobs):
 
 
 # %%
-check.parallel_returns(parallel_returns)
+check.parallel_returns(parallel_returns, evaluate_members)
 
 # %% [markdown]
 # ## 3. Same answer, any number of workers

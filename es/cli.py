@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--check-timeout", type=int, default=600, help="seconds per check")
     g.add_argument("--submission-timeout", type=int, default=3600,
                    help="hard limit per submission: then its kernel and everything it started are killed")
+    g.add_argument("--input-seed", type=int, default=None, metavar="N",
+                   help="draw the checks' inputs from N (default: fresh for each submission; --json and the "
+                        "feedback files record the seed used, to grade again on the same inputs)")
+    g.add_argument("--checks", default=None, metavar="NAME,...",
+                   help="run only these checks (the others score 0, marked as left out)")
 
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
@@ -291,11 +296,16 @@ def cmd_notebooks(args) -> int:
 
 def cmd_grade(args) -> int:
     from .course.grade import main as grade_main
+    from .course.check import CHECKS
     if min(args.cell_timeout, args.check_timeout, args.submission_timeout) < 1 or (args.jobs or 1) < 1:
         raise ESError("--cell-timeout, --check-timeout, --submission-timeout and --jobs must be positive")
+    only = None if args.checks is None else set(filter(None, args.checks.split(",")))
+    if only is not None and (not only or only - set(CHECKS)):
+        raise ESError(f"--checks: unknown check(s) {', '.join(sorted(only - set(CHECKS))) or '(none given)'}; "
+                      f"the checks are {', '.join(CHECKS)}")
     return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
                       check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
-                      submission_timeout=args.submission_timeout)
+                      submission_timeout=args.submission_timeout, seed=args.input_seed, only=only)
 
 
 COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker, "notebooks": cmd_notebooks,

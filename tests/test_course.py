@@ -77,24 +77,87 @@ def test_blank_notebooks_score_zero_with_a_message_per_check(name):
 
 
 # (notebook, text in the solution, the student's mistake, the check that must catch it, words of its message)
+RANKS = "return ranks / (len(x) - 1) - 0.5"
+ADAM = "step = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)"
+NOISE = "return np.random.default_rng([seed, generation, member]).standard_normal(dim)"
+BOUNDS = "bounds = np.linspace(0, population, n_jobs + 1).astype(int)"
+JOBS = "delayed(evaluate_members)(center, sigma, seed, generation, a, b)"
+AREA = "return (np.rint(weights(210, 42) @ frame.astype(np.float64) @ weights(160, 42).T) / 255).astype(np.float32)"
+POLICY = 'return (np.einsum("pf,pfa->pa", features, W) + b).argmax(axis=1)'
 MISTAKES = [
-    ("00_es_from_scratch", "return ranks / (len(x) - 1) - 0.5", "return ranks / (len(x) - 1)",
-     "centered_ranks", "forgot to center"),
+    ("00_es_from_scratch", RANKS, "return ranks / (len(x) - 1)", "centered_ranks", "forgot to center"),
+    ("00_es_from_scratch", RANKS, "return ranks / len(x) - 0.5", "centered_ranks", "divided the ranks by n"),
+    ("00_es_from_scratch", "ranks[order] = np.arange(len(x))", "ranks = order.astype(float)", "centered_ranks",
+     "argsort gives the indices"),
+    ("00_es_from_scratch", RANKS, "return (x - x.min()) / (x.max() - x.min()) - 0.5", "centered_ranks", "min-max"),
+    ("00_es_from_scratch", "ranks[tied] = ranks[tied].mean()", "pass", "centered_ranks", "ties must share"),
+    ("00_es_from_scratch", RANKS, "return 0.5 - ranks / (len(x) - 1)", "centered_ranks", "reversed"),
     ("00_es_from_scratch", "return noise.T @ weights / (len(weights) * sigma)", "return noise.T @ weights / len(weights)",
      "es_gradient", "divided by the population but not by sigma"),
-    ("01_cartpole", "step = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)",
-     "step = lr * m / (np.sqrt(v) + 1e-8)", "adam_update", "no bias correction"),
-    ("02_parallel", "return np.random.default_rng([seed, generation, member]).standard_normal(dim)",
-     "np.random.seed(seed + generation + member)\n    return np.random.standard_normal(dim)",
+    ("00_es_from_scratch", "return noise.T @ weights / (len(weights) * sigma)", "return noise.T @ weights / sigma",
+     "es_gradient", "forgot to divide by the population"),
+    ("00_es_from_scratch", "return noise.T @ weights / (len(weights) * sigma)",
+     "return noise.T @ weights / (len(weights) * sigma ** 2)", "es_gradient", "divided by sigma twice"),
+    ("01_cartpole", "out[0::2], out[1::2] = half, -half",
+     "out[:population // 2], out[population // 2:] = half, -half", "antithetic_noise", "two blocks"),
+    # train_cartpole draws its noise with the student's antithetic_noise, so it is not reproducible either
+    ("01_cartpole", "half = rng.standard_normal((population // 2, dim))",
+     "half = np.random.standard_normal((population // 2, dim))", "antithetic_noise", "not np.random",
+     {"train_cartpole": "never np.random"}),
+    ("01_cartpole", ADAM, "step = lr * m / (np.sqrt(v) + 1e-8)", "adam_update", "no bias correction"),
+    ("01_cartpole", "return theta + step, {", "return theta - step, {", "adam_update", "it descends"),
+    ("01_cartpole", "rng = np.random.default_rng(seed)\n    center", "rng = np.random.default_rng(0)\n    center",
+     "train_cartpole", "it ignores its seed"),
+    ("01_cartpole", "noise = antithetic_noise(rng, population, policy.num_params)",
+     "noise = antithetic_noise(np.random.default_rng(), population, policy.num_params)", "train_cartpole",
+     "gave different parameters"),
+    ("01_cartpole", "for g in range(generations):", "for g in range(2):", "train_cartpole", "below 475"),
+    ("02_parallel", NOISE, "np.random.seed(seed + generation + member)\n    return np.random.standard_normal(dim)",
      "member_noise", "global np.random state"),
-    ("02_parallel", "delayed(evaluate_members)(center, sigma, seed, generation, a, b)",
-     "delayed(evaluate_members)(center, sigma, seed, generation, 0, b - a)", "parallel_returns", "same noise in every job"),
+    ("02_parallel", NOISE, "return np.random.default_rng(seed + generation + member).standard_normal(dim)",
+     "member_noise", "seed + generation + member collide"),
+    ("02_parallel", NOISE, "return np.random.default_rng(seed * 10**6 + generation * 1000 + member).standard_normal(dim)",
+     "member_noise", "got the same noise"),
+    ("02_parallel", JOBS, "delayed(evaluate_members)(center, sigma, seed, generation, 0, b - a)", "parallel_returns",
+     "same noise in every job"),
+    ("02_parallel", BOUNDS, "bounds = np.arange(n_jobs + 1) * (population // n_jobs)", "parallel_returns",
+     "drop the last"),
+    ("02_parallel", "return np.concatenate(chunks)", "return np.concatenate(chunks[::-1])", "parallel_returns",
+     "reverse order"),
+    ("02_parallel", JOBS, "delayed(evaluate_members)(center, sigma, seed, generation, a, b + 1)", "parallel_returns",
+     "chunks overlap"),
+    ("02_parallel", "chunks = Parallel(n_jobs=n_jobs)", "chunks = Parallel(n_jobs=1)", "parallel_returns",
+     "every chunk ran in one process"),
+    ("02_parallel", BOUNDS, "bounds = np.linspace(0, population, 3).astype(int)", "parallel_returns",
+     "2 chunk(s) for n_jobs=3"),
     ("03_redis", ['"<f8"', "12 + 8 * count"], ['"<f4"', "12 + 4 * count"], "result_codec", "float32"),
+    ("03_redis", 'return {"generation": generation, "first": first, "returns": returns, "lengths": lengths}',
+     "return generation, first, returns, lengths", "result_codec", "not a dict"),
+    ("03_redis", 'return struct.pack("<III", generation, first, len(returns)) + returns.tobytes() + lengths.tobytes()',
+     "import pickle\n    return pickle.dumps((generation, first, returns, lengths))", "result_codec", "pickle"),
     ("03_redis", "if chunk in in_queue or now - t < lease_seconds:", "if now - t < lease_seconds:",
      "chunks_to_requeue", "still waiting in the queue"),
+    ("03_redis", "if chunk in in_queue or now - t < lease_seconds:", "if chunk in in_queue:",
+     "chunks_to_requeue", "not written its lease yet"),
+    ("04_pong", AREA, AREA.replace(".astype(np.float32)", ""), "downsample", "float32"),
+    ("04_pong", AREA, AREA.replace(" / 255)", ".T / 255)"), "downsample",
+     "transposed"),
+    ("04_pong", AREA, AREA.replace(" / 255", ""), "downsample", "divide by 255"),
+    ("04_pong", AREA, "return (frame[::5][:42, np.linspace(0, 159, 42).astype(int)] / 255).astype(np.float32)",
+     "downsample", "area averaging"),
+    ("04_pong", "return np.concatenate([stack[1:], frame[None]], axis=0)",
+     "return np.concatenate([frame[None], stack[:-1]], axis=0)", "stack_frames", "newest frame went first"),
+    ("04_pong", POLICY, 'return np.einsum("pf,pfa->pa", features, W).argmax(axis=1)', "batched_policy",
+     "ignores the bias"),
+    ("04_pong", POLICY, "return (features @ W[0] + b[0]).argmax(axis=1)", "batched_policy", "member 0's weights"),
+    ("04_pong", POLICY, "return np.array([np.argmax(features[p] @ W[p] + b[p]) for p in range(len(W))])",
+     "batched_policy", "loops over the members in Python"),
     ("05_extras", "sigma = sigma * np.exp(lr_sigma / 2 * (w @ (s ** 2 - 1)))",
      "sigma = sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))", "snes_step", "multiplicatively"),
+    ("05_extras", "mu = mu + lr_mu * sigma * (w @ s)", "mu = mu + lr_mu * (w @ s)", "snes_step", "lacks sigma"),
 ]
+# Pong's agent check plays full games (minutes); the planted mistakes in 04 are its functions'.
+SLOW = {"agent_beats_random"}
 
 
 def planted(tmp_path, name, old, new):
@@ -109,12 +172,53 @@ def planted(tmp_path, name, old, new):
     return path
 
 
-@pytest.mark.parametrize("name, old, new, check, words", MISTAKES, ids=[m[3] for m in MISTAKES])
-def test_a_planted_mistake_costs_exactly_its_checks_points(tmp_path, name, old, new, check, words):
-    res = grade(planted(tmp_path, name, old, new), cell_timeout=600)
-    row = next(r for r in res["checks"] if r["name"] == check)
-    assert row["points"] == 0 and words in row["message"], row
-    assert res["total"] == res["max"] - row["max"], json.dumps(res["checks"], indent=1)
+def submissions():
+    """The mistakes packed into as few submissions as possible, never two on one check (nor on
+    a check that another mistake also costs): a student's notebook with several mistakes."""
+    bins = []          # [notebook, {check taken}, [mistake index]]
+    for i, (name, _, _, check, _, *also) in enumerate(MISTAKES):
+        taken = {check, *(also[0] if also else ())}
+        for b in bins:
+            if b[0] == name and not b[1] & taken:
+                b[1].update(taken)
+                b[2].append(i)
+                break
+        else:
+            bins.append([name, taken, [i]])
+    return bins
+
+
+@pytest.fixture(scope="module")
+def graded_mistakes(tmp_path_factory):
+    """Every submission of planted mistakes graded once, two at a time (as a class would be):
+    mistake index -> (its submission's result, the checks that submission's mistakes cost)."""
+    from concurrent.futures import ThreadPoolExecutor
+    jobs = []
+    for k, (name, taken, members) in enumerate(submissions()):
+        olds = [o for i in members for o in (MISTAKES[i][1] if isinstance(MISTAKES[i][1], list) else [MISTAKES[i][1]])]
+        news = [n for i in members for n in (MISTAKES[i][2] if isinstance(MISTAKES[i][2], list) else [MISTAKES[i][2]])]
+        jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, olds, news), name, taken, members))
+    only = lambda name: [n for n, c in CHECKS.items() if c[2] == name and n not in SLOW]      # noqa: E731
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only(j[1])), jobs))
+    return {i: (res, taken) for res, (_, _, taken, members) in zip(results, jobs) for i in members}
+
+
+def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
+    assert len(MISTAKES) >= 25
+    assert {m[3] for m in MISTAKES} == set(CHECKS) - SLOW
+
+
+@pytest.mark.parametrize("i", range(len(MISTAKES)), ids=[f"{m[3]}:{m[4]}" for m in MISTAKES])
+def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming_it(graded_mistakes, i):
+    name, _, _, check, words, *also = MISTAKES[i]
+    res, taken = graded_mistakes[i]
+    rows = {r["name"]: r for r in res["checks"]}
+    for c, w in {check: words, **(also[0] if also else {})}.items():
+        assert rows[c]["points"] == 0 and w in rows[c]["message"], rows[c]
+    # the other mistakes of the submission cost their own checks; every check no mistake touched scores
+    others = sum(r["max"] for r in res["checks"] if r["name"] not in SLOW | taken)
+    assert res["total"] == others, json.dumps(res["checks"], indent=1)
 
 
 def test_a_hanging_check_costs_only_its_points(tmp_path):

@@ -176,3 +176,40 @@ def test_a_notebook_that_runs_the_solutions_loses_every_check(tmp_path):
                                 "_nb = nbformat.read('../solutions/00_es_from_scratch.ipynb', 4)\n")
     res = grade(path, cell_timeout=60, check_timeout=30)
     assert res["total"] == 0 and all("solutions/" in r["message"] for r in res["checks"]), res
+
+
+# ---- answers fixed in advance: the checks' inputs are fresh in every grading run
+def test_answers_memorised_for_one_grading_run_score_nothing_in_the_next(tmp_path):
+    """A student who printed the check's inputs once (or read an old version of check.py) and
+    hard-codes what the reference returns on them, including trained CartPole parameters that
+    do solve, earns nothing: the next run draws other inputs and other training seeds."""
+    import numpy as np
+    from es.course import check
+    from es.shaping import centered_ranks
+    seen = {}
+
+    def record(name, fn):
+        def wrapped(*a):
+            seen.setdefault(name, a)
+            return fn(*a)
+        return wrapped
+    check.centered_ranks(record("ranks", centered_ranks), seed=1)
+    check.es_gradient(record("grad", lambda n, w, s: n.T @ w / (len(w) * s)), seed=1)
+    x, (n, w, s) = seen["ranks"][0], seen["grad"]
+    memorised = [f"import numpy as np\n_R = np.array({centered_ranks(x).tolist()})\n_G = "
+                 f"np.array({(n.T @ w / (len(w) * s)).tolist()})\n\n"
+                 "def centered_ranks(returns):\n    return _R\n\n\ndef es_gradient(noise, weights, sigma):\n"
+                 "    return _G\n"]
+    res = grade(submission(tmp_path, memorised), cell_timeout=60, check_timeout=30, seed=2)
+    assert res["total"] == 0 and res["input_seed"] == 2, res
+    assert all("[inputs from seed" in r["message"] for r in res["checks"]), res
+
+    path = tmp_path / "01" / "01_cartpole.ipynb"
+    path.parent.mkdir()
+    nb = nbformat.read(str(ROOT / "solutions" / "01_cartpole.ipynb"), 4)
+    nb.cells.append(nbformat.v4.new_code_cell("_solved = train_cartpole(0)\n\ndef train_cartpole(seed):\n"
+                                              "    return _solved.copy()\n"))
+    nbformat.write(nb, str(path))
+    r = rows(grade(path, cell_timeout=300, check_timeout=120))
+    assert r["train_cartpole"]["points"] == 0 and "ignores its seed" in r["train_cartpole"]["message"], r
+    assert r["adam_update"]["points"] == r["adam_update"]["max"]

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .check import CHECKS, CheckFailed
+from .check import CHECKS, CheckFailed, input_seed, verdict
 from .build import ROOT
 from .remote import KernelError, KernelGone, Remote, ask
 
@@ -49,7 +49,7 @@ def notebook_name(nb, path: Path) -> str:
     return ""
 
 
-def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict:
+def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: int = 0, only=None) -> dict:
     """The grading itself, in this process (``grade`` runs it in an isolated child)."""
     import nbformat
     path = Path(path)
@@ -117,10 +117,13 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict
     try:
         replay()
         for row in rows:
+            if only is not None and row["name"] not in only:
+                row["message"] = f"{row['name']}: not graded (left out by --checks)"
+                continue
             if row["name"] in delegated:
                 row["message"] = delegated[row["name"]]
                 continue
-            row["message"] = _run_check(row, execute, check_timeout)
+            row["message"] = _run_check(row, execute, check_timeout, input_seed(seed, row["name"]))
             if row["message"] == "passed":
                 row["points"] = row["max"]
             elif row["message"].endswith(_GONE):
@@ -142,9 +145,9 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600) -> dict
 _GONE = "(the kernel was restarted for the next check)"
 
 
-def _run_check(row: dict, execute, check_timeout: int) -> str:
-    """One check, in this process; the student's functions run in the kernel. Its message."""
-    from . import check as module
+def _run_check(row: dict, execute, check_timeout: int, seed: int) -> str:
+    """One check, in this process, on inputs drawn from ``seed``; the student's functions run
+    in the kernel. Its message."""
     name = row["name"]
     deadline = time.monotonic() + check_timeout
     run = lambda source: execute(source, deadline)   # noqa: E731
@@ -158,7 +161,7 @@ def _run_check(row: dict, execute, check_timeout: int) -> str:
             if kind.get("callable") and home.split(".")[0] in ("es", "pong", "solutions"):
                 return f"{name}: 0 points: {need} is {home}'s function, not one written in the notebook"
             objs.append(Remote(run, need) if kind.get("callable") else ask(run, need, "get").get("value"))
-        getattr(module, name).raw(*objs)
+        verdict(name, objs, seed)
         return "passed"
     except NotImplementedError:
         return f"{name}: not implemented yet (the cell still raises NotImplementedError)"
@@ -238,14 +241,20 @@ def validate(raw, names: list[str]) -> list[dict]:
     return rows
 
 
-def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_timeout: int = 3600) -> dict:
-    """Grade one submission in an isolated child with a hard wall-clock limit."""
+def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_timeout: int = 3600,
+          seed: int | None = None, only=None) -> dict:
+    """Grade one submission in an isolated child with a hard wall-clock limit. The checks'
+    inputs come from ``seed``, drawn fresh when it is None (``result["input_seed"]``); only
+    the checks named in ``only`` run when it is given."""
+    import secrets
+    seed = secrets.randbits(63) if seed is None else int(seed)
     shown, path = str(path), Path(path).resolve()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="es-grade-") as tmp:
         result_file = Path(tmp) / "result.json"
         proc = subprocess.Popen([sys.executable, "-m", "es.course.grade", str(path), str(result_file),
-                                 str(cell_timeout), str(check_timeout)],
+                                 str(cell_timeout), str(check_timeout), str(seed),
+                                 ",".join(only) if only is not None else "*"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, cwd=tmp,
                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -281,6 +290,7 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
     out["total"] = sum(r["points"] for r in out["checks"])
     out["max"] = sum(r["max"] for r in out["checks"])
     out["seconds"] = round(time.monotonic() - t0, 1)
+    out["input_seed"] = seed
     return out
 
 
@@ -340,18 +350,22 @@ def write_feedback(result: dict, folder) -> Path:
         lines.append(f"    {r['message'] or 'passed'}")
     for n in result.get("notes", []):
         lines.append(f"note: {n}")
+    if "input_seed" in result:
+        lines.append(f"the checks' inputs came from seed {result['input_seed']} (python -m es grade --input-seed "
+                     f"{result['input_seed']} grades again on the same inputs)")
     target.write_text("\n".join(lines) + "\n")
     return target
 
 
 def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: int = 600, log=print,
-         csv_path=None, feedback=None, jobs: int | None = None, submission_timeout: int = 3600) -> int:
+         csv_path=None, feedback=None, jobs: int | None = None, submission_timeout: int = 3600,
+         seed: int | None = None, only=None) -> int:
     from concurrent.futures import ThreadPoolExecutor
     files = expand(paths)
     jobs = max(1, jobs or os.cpu_count() or 1)
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=jobs) as pool:   # each submission is its own child process
-        results = list(pool.map(lambda p: grade(p, cell_timeout, check_timeout, submission_timeout), files))
+        results = list(pool.map(lambda p: grade(p, cell_timeout, check_timeout, submission_timeout, seed, only), files))
     for res in results:
         log(json.dumps(res) if as_json else table(res))
         if feedback is not None:
@@ -365,6 +379,7 @@ def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: i
     return 0
 
 
-if __name__ == "__main__":   # the isolated child: python -m es.course.grade NOTEBOOK RESULT CELL_S CHECK_S
-    _res = _grade_here(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]))
+if __name__ == "__main__":   # the isolated child: python -m es.course.grade NOTEBOOK RESULT CELL_S CHECK_S SEED CHECKS|*
+    _res = _grade_here(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+                       None if sys.argv[6] == "*" else set(filter(None, sys.argv[6].split(","))))
     Path(sys.argv[2]).write_text(json.dumps(_res))

@@ -49,12 +49,9 @@ class Remote:
     def __init__(self, execute, name: str):
         self._execute, self.name = execute, name
 
-    def probe(self, *args, global_seed=None, elsewhere=False, draw_after=False):
-        reply = ask(self._execute, self.name, "call", args=list(args), global_seed=global_seed,
-                    elsewhere=bool(elsewhere), draw_after=bool(draw_after))
-        if draw_after:
-            return reply.get("value"), reply.get("after")
-        return reply.get("value")
+    def observe(self, *args, **opts) -> dict:
+        """``es.course.probe.observe`` in the kernel: the value and what ``opts`` asked for."""
+        return ask(self._execute, self.name, "call", args=list(args), observe=opts)
 
     def __call__(self, *args):
-        return self.probe(*args)
+        return self.observe(*args).get("value")
