@@ -112,9 +112,11 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
 
 
 # %%
+check.train_cartpole(train_cartpole)   # trains from two fresh seeds, and one of them twice
+
+# %%
 curve = []
 params = train_cartpole(0, log=curve)
-check.train_cartpole(train_cartpole)   # trains again from two fresh seeds, and one of them twice
 plt.plot(curve, marker="o")
 plt.xlabel("generation")
 plt.ylabel("center's mean return (128 start states)")

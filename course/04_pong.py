@@ -105,6 +105,9 @@ agent_params = es.checkpoint.load_checkpoint(ROOT / "pong" / "agent.npz")[0]
 ### END SOLUTION
 
 # %%
+check.agent_beats_random(agent_params)   # plays 3 full games with it and 3 with a random player (minutes)
+
+# %%
 from pong.problem import PongProblem
 
 problem = PongProblem()

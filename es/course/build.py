@@ -1,6 +1,7 @@
 """``python -m es notebooks [--check]``: one source per notebook, two outputs.
 
-Sources are jupytext-style ``py:percent`` files in ``course/`` (text that diffs well):
+Sources are jupytext ``py:percent`` files in ``course/`` (text that diffs well), read with
+jupytext:
 
     # %% [markdown]
     # # Title
@@ -13,46 +14,34 @@ Code cells mark graded regions the nbgrader way::
     ...
     ### END SOLUTION
 
-``solutions/NAME.ipynb`` keeps everything (minus the markers); ``notebooks/NAME.ipynb`` replaces
-each region by a banner and ``raise NotImplementedError`` at the region's indentation, so a
-blank notebook is still valid Python. Cell tags: ``solution_only`` (dropped from the student
-notebook), ``student_only`` (dropped from the solution), ``grader`` (dropped from both).
-``--check`` exits non-zero when the committed notebooks differ from what the build writes.
+``solutions/NAME.ipynb`` keeps everything, markers included, so that it is also nbgrader's
+*source* version; ``notebooks/NAME.ipynb`` replaces each region by a banner and ``raise
+NotImplementedError`` at the region's indentation, so a blank notebook is still valid Python.
+Cell tags: ``solution_only`` (dropped from the student notebook), ``student_only`` (dropped
+from the solution), ``grader`` (dropped from both).
+
+Both carry nbgrader cell metadata (``nbgrader_metadata``): a cell with a solution region is
+a solution cell; a cell that is one call ``check.NAME(...)`` is an autograded cell with
+``grade_id`` NAME and the check's points, so nbgrader's totals are ``python -m es grade``'s;
+every other cell is locked. ``--check`` exits non-zero when the committed notebooks differ
+from what the build writes.
 """
 from __future__ import annotations
 
-import json
-import re
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES, STUDENT, SOLUTION = ROOT / "course", ROOT / "notebooks", ROOT / "solutions"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BANNER = "# ======================= YOUR CODE HERE ======================="
-_CELL = re.compile(r"^# %%(?P<rest>.*)$")
 
 
 def parse(text: str) -> list[dict]:
-    """py:percent -> list of {"type": "code"|"markdown", "tags": [...], "source": str}."""
-    cells, current = [], None
-    for line in text.splitlines():
-        m = _CELL.match(line)
-        if m:
-            rest = m.group("rest")
-            tags = json.loads(re.search(r"tags=(\[.*?\])", rest).group(1)) if "tags=" in rest else []
-            current = {"type": "markdown" if "[markdown]" in rest else "code", "tags": tags, "lines": []}
-            cells.append(current)
-        elif current is not None:
-            current["lines"].append(line)
-    out = []
-    for c in cells:
-        lines = c.pop("lines")
-        while lines and not lines[-1].strip():
-            lines.pop()
-        if c["type"] == "markdown":
-            lines = [l[2:] if l.startswith("# ") else l.lstrip("#") for l in lines]
-        out.append({**c, "source": "\n".join(lines)})
-    return out
+    """py:percent (jupytext) -> list of {"type": "code"|"markdown", "tags": [...], "source": str}."""
+    import jupytext
+    nb = jupytext.reads(text, fmt="py:percent")
+    return [{"type": c.cell_type, "tags": list(c.metadata.get("tags", [])), "source": c.source} for c in nb.cells]
 
 
 def student_source(source: str, name: str = "") -> str:
@@ -72,27 +61,58 @@ def student_source(source: str, name: str = "") -> str:
     return "\n".join(out)
 
 
-def solution_source(source: str) -> str:
-    return "\n".join(l for l in source.splitlines() if l.strip() not in (BEGIN, END))
+def graded_check(source: str) -> str | None:
+    """NAME if the cell is one call ``check.NAME(...)`` (comments aside), else None."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return None
+    if len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call):
+        f = body[0].value.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "check":
+            return f.attr
+    return None
+
+
+def nbgrader_metadata(cell: dict, name: str, index: int) -> dict:
+    """nbgrader (schema 3) metadata of one source cell of notebook ``name``."""
+    from .check import CHECKS
+    meta = {"schema_version": 3, "grade": False, "solution": False, "locked": True, "grade_id": f"{name}-{index:03d}"}
+    check = graded_check(cell["source"]) if cell["type"] == "code" else None
+    if check is not None:
+        if check not in CHECKS or CHECKS[check][2] != name:
+            raise ValueError(f"{name}: cell {index} calls check.{check}, which is not a check of this notebook")
+        meta.update(grade=True, grade_id=check, points=CHECKS[check][1])
+    elif cell["type"] == "code" and any(l.strip() == BEGIN for l in cell["source"].splitlines()):
+        meta.update(solution=True, locked=False)
+    return meta
 
 
 def build_notebook(cells: list[dict], name: str, student: bool) -> dict:
     import nbformat
+    from .check import CHECKS
     nb = nbformat.v4.new_notebook()
     nb.metadata.update({"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                         "language_info": {"name": "python"},
                         "es_course": {"notebook": name, "version": "student" if student else "solution"}})
-    for c in cells:
+    graded = []
+    for i, c in enumerate(cells):
         if "grader" in c["tags"] or ("solution_only" in c["tags"] and student) or ("student_only" in c["tags"] and not student):
             continue
         if c["type"] == "markdown":
             cell = nbformat.v4.new_markdown_cell(c["source"])
         else:
-            src = student_source(c["source"], name) if student else solution_source(c["source"])
-            cell = nbformat.v4.new_code_cell(src)
-        cell.metadata = {"tags": [t for t in c["tags"]]} if c["tags"] else {}
+            cell = nbformat.v4.new_code_cell(student_source(c["source"], name) if student else c["source"])
+        cell.metadata = {"tags": list(c["tags"])} if c["tags"] else {}
+        cell.metadata["nbgrader"] = nbgrader_metadata(c, name, i)
+        if cell.metadata["nbgrader"]["grade"]:
+            graded.append(cell.metadata["nbgrader"]["grade_id"])
         cell.pop("id", None)
         nb.cells.append(cell)
+    want = [n for n, c in CHECKS.items() if c[2] == name]
+    if sorted(graded) != sorted(want):
+        raise ValueError(f"{name}: the check cells are {sorted(graded)}, the grader's checks {sorted(want)}; "
+                         "each check needs exactly one cell that only calls it")
     return nb
 
 

@@ -10,6 +10,7 @@ mistake the numbers point to. A failure names its seed; ``check.NAME(fn, seed=S)
 """
 from __future__ import annotations
 
+import os
 import secrets
 import zlib
 
@@ -45,12 +46,15 @@ def verdict(name: str, objs, seed: int) -> None:
 _RAW = {}
 
 
-def _register(name, milestone, points, notebook, *needs):
+def _register(name, milestone, points, notebook, *needs, slow=False):
     def wrap(fn):
         CHECKS[name] = (milestone, points, notebook, needs or (name,))
         _RAW[name] = fn
 
         def student_facing(*args, seed=None):
+            if slow and os.environ.get("ES_COURSE_FAST") == "1":     # the grader runs its own, once
+                print(f"SKIPPED {name}: takes minutes; fast mode (ES_COURSE_FAST=1) leaves it to the grader")
+                return None
             verdict(name, args, secrets.randbits(32) if seed is None else int(seed))
             print(f"OK {name}: passed ({points} points when graded)")
             return True
@@ -465,7 +469,7 @@ def batched_policy(fn, rng):
               f"{lines[1]} for 64); one batched operation (np.einsum or a batched matmul) does them all at once")
 
 
-@_register("agent_beats_random", "M4", 3, "04_pong", "agent_params")
+@_register("agent_beats_random", "M4", 3, "04_pong", "agent_params", slow=True)
 def agent_beats_random(agent_params, rng):
     """The agent's mean score over full games on seeds 0..2 beats a random policy's."""
     from pong.problem import PongProblem
