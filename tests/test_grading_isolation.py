@@ -183,7 +183,6 @@ def test_answers_memorised_for_one_grading_run_score_nothing_in_the_next(tmp_pat
     """A student who printed the check's inputs once (or read an old version of check.py) and
     hard-codes what the reference returns on them, including trained CartPole parameters that
     do solve, earns nothing: the next run draws other inputs and other training seeds."""
-    import numpy as np
     from es.course import check
     from es.shaping import centered_ranks
     seen = {}
