@@ -90,6 +90,11 @@ check.adam_update(adam_update)
 # one start in ten and misses the 475 bar). Population 256, sigma 0.2, plain SGD with step 0.3 and z-scored returns
 # work well (see the README for why z-scores beat ranks here); Adam works too, more slowly.
 # `center_returns(center, seeds)` plays the center on several start states at once.
+#
+# Each notebook runs on its own: `centered_ranks` and `es_gradient` from notebook 00 are not
+# defined here. The gradient is one line, `noise.T @ weights / (population * sigma)`: write it
+# inline (or paste your function from 00). z-scored returns are
+# `(returns - returns.mean()) / (returns.std() + 1e-8)`.
 
 # %%
 def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=None):
@@ -122,3 +127,10 @@ plt.xlabel("generation")
 plt.ylabel("center's mean return (128 start states)")
 plt.title("CartPole-v1")
 plt.show()
+
+# %% [markdown]
+# **Expected output:** with seed 0 the center's mean return goes roughly 9, 95, 284, 292, 91,
+# 399, 27, 500: solved after 8 generations (about a second). Over seeds 0..19 it takes 3 to
+# 9 generations, 7 at the median. The curve is not monotone: a step that helps the 256
+# members' shared start state can hurt the center elsewhere, and the run stops only when
+# the center scores 500 on all 128 start states at once.

@@ -29,6 +29,8 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # Pack `generation` and `first` (unsigned 32-bit), the returns as float64 (float32 would lose
 # bits and the run would no longer be bit-identical to one process) and the lengths as
 # uint32, with `struct` and `ndarray.tobytes()`. About 12 bytes per member.
+# `decode_result(payload)` gives back a dict with the keys `"generation"`, `"first"`,
+# `"returns"` and `"lengths"` (the master reads them by name).
 
 # %%
 def encode_result(generation, first, returns, lengths):
