@@ -241,3 +241,36 @@ def test_broken_submissions_never_crash_the_grader(tmp_path):
     assert all(r["total"] == 0 and "error" in r for r in rows)
     for key in ("submission", "total", "max", "checks"):
         assert key in rows[0]
+
+
+def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch):
+    """The checks' inputs are fresh in every grading run, so a planted mistake must be caught,
+    with its message, whatever the seed: 50 seeds each, run in this process on the course
+    sources (the slow checks, which train or start processes, are graded once above)."""
+    import contextlib
+    import io
+    from es.course import check
+    monkeypatch.setenv("ES_COURSE_FAST", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(ROOT / "course")
+    missed = []
+    for name, old, new, name_of_check, words, *_ in MISTAKES:
+        if name_of_check in ("train_cartpole", "parallel_returns"):
+            continue
+        src = (ROOT / "course" / f"{name}.py").read_text()
+        for o, n in zip(*((old, new) if isinstance(old, list) else ([old], [new]))):
+            src = src.replace(o, n)
+        src = "\n".join(line for line in src.split("## 4. An agent")[0].splitlines() if not line.startswith("check."))
+        namespace = {"__name__": "__main__"}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(src, name, "exec"), namespace)
+        fn = getattr(check, name_of_check)
+        for seed in range(50):
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    fn(*[namespace[n] for n in CHECKS[name_of_check][3]], seed=seed)
+                missed.append(f"{name_of_check} ({words}), seed {seed}: passed")
+            except check.CheckFailed as exc:
+                if words not in str(exc):
+                    missed.append(f"{name_of_check} ({words}), seed {seed}: {exc}")
+    assert not missed, "\n".join(missed[:20])
