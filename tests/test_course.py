@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from es.course.check import CHECKS
+from es.course.check import CHECKS, checks_for
 from es.course import build
 from es.course.grade import grade
 
@@ -199,7 +199,7 @@ def graded_mistakes(tmp_path_factory):
         olds = [o for i in members for o in (MISTAKES[i][1] if isinstance(MISTAKES[i][1], list) else [MISTAKES[i][1]])]
         news = [n for i in members for n in (MISTAKES[i][2] if isinstance(MISTAKES[i][2], list) else [MISTAKES[i][2]])]
         jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, olds, news), name, taken, members))
-    only = lambda name: [n for n, c in CHECKS.items() if c[2] == name and n not in SLOW]      # noqa: E731
+    only = lambda name: [n for n in checks_for(name) if n not in SLOW]      # noqa: E731
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only(j[1])), jobs))
     return {i: (res, taken) for res, (_, _, taken, members) in zip(results, jobs) for i in members}

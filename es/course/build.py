@@ -90,7 +90,7 @@ def nbgrader_metadata(cell: dict, name: str, index: int) -> dict:
 
 def build_notebook(cells: list[dict], name: str, student: bool) -> dict:
     import nbformat
-    from .check import CHECKS
+    from .check import checks_for
     nb = nbformat.v4.new_notebook()
     nb.metadata.update({"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                         "language_info": {"name": "python"},
@@ -109,7 +109,7 @@ def build_notebook(cells: list[dict], name: str, student: bool) -> dict:
             graded.append(cell.metadata["nbgrader"]["grade_id"])
         cell.pop("id", None)
         nb.cells.append(cell)
-    want = [n for n, c in CHECKS.items() if c[2] == name]
+    want = checks_for(name)
     if sorted(graded) != sorted(want):
         raise ValueError(f"{name}: the check cells are {sorted(graded)}, the grader's checks {sorted(want)}; "
                          "each check needs exactly one cell that only calls it")

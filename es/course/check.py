@@ -24,6 +24,11 @@ class CheckFailed(AssertionError):
     pass
 
 
+def checks_for(notebook: str) -> list[str]:
+    """The checks of one notebook, in the order they run."""
+    return [name for name, (_, _, nb, _) in CHECKS.items() if nb == notebook]
+
+
 def rel_error(x, y) -> float:
     """CS231n's relative error: max |x - y| / max(|x| + |y|)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)

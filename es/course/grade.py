@@ -27,15 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .check import CHECKS, CheckFailed, input_seed, verdict
+from .check import CHECKS, CheckFailed, checks_for, input_seed, verdict
 from .build import ROOT
 from .remote import KernelError, KernelGone, Remote, ask
 
 MILESTONE_MAX = {"M1": 10, "M2": 5, "M3": 5, "M4": 10}
-
-
-def checks_for(notebook: str) -> list[str]:
-    return [name for name, (_, _, nb, _) in CHECKS.items() if nb == notebook]
 
 
 def notebook_name(nb, path: Path) -> str:
