@@ -161,10 +161,16 @@ MISTAKES = [
 SLOW = {"agent_beats_random"}
 
 
-def planted(tmp_path, name, old, new):
-    """The solution with a student's mistake: each `old` text (in one cell) becomes `new`."""
+def edits(mistake) -> list[tuple[str, str]]:
+    """A mistake's (text in the solution, the student's text) pairs."""
+    old, new = mistake[1], mistake[2]
+    return list(zip(old, new)) if isinstance(old, list) else [(old, new)]
+
+
+def planted(tmp_path, name, pairs):
+    """The solution with a student's mistakes: each old text (in one cell) becomes the new one."""
     nb = nbformat.read(str(ROOT / "solutions" / f"{name}.ipynb"), 4)
-    for o, n in zip(*((old, new) if isinstance(old, list) else ([old], [new]))):
+    for o, n in pairs:
         hits = [c for c in nb.cells if o in c.source]
         assert len(hits) == 1, f"{o!r} not found in exactly one cell of {name}"
         hits[0].source = hits[0].source.replace(o, n)
@@ -196,9 +202,8 @@ def graded_mistakes(tmp_path_factory):
     from concurrent.futures import ThreadPoolExecutor
     jobs = []
     for k, (name, taken, members) in enumerate(submissions()):
-        olds = [o for i in members for o in (MISTAKES[i][1] if isinstance(MISTAKES[i][1], list) else [MISTAKES[i][1]])]
-        news = [n for i in members for n in (MISTAKES[i][2] if isinstance(MISTAKES[i][2], list) else [MISTAKES[i][2]])]
-        jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, olds, news), name, taken, members))
+        pairs = [pair for i in members for pair in edits(MISTAKES[i])]
+        jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, pairs), name, taken, members))
     only = lambda name: [n for n in checks_for(name) if n not in SLOW]      # noqa: E731
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only(j[1])), jobs))
@@ -223,8 +228,8 @@ def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming
 
 
 def test_a_hanging_check_costs_only_its_points(tmp_path):
-    path = planted(tmp_path, "00_es_from_scratch", "x = np.asarray(returns, dtype=np.float64)",
-                   "while True:\n        pass")
+    path = planted(tmp_path, "00_es_from_scratch", [("x = np.asarray(returns, dtype=np.float64)",
+                                                     "while True:\n        pass")])
     res = grade(path, cell_timeout=5, check_timeout=3)
     rows = {r["name"]: r for r in res["checks"]}
     assert rows["centered_ranks"]["points"] == 0 and "did not finish" in rows["centered_ranks"]["message"]
@@ -254,11 +259,12 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(ROOT / "course")
     missed = []
-    for name, old, new, name_of_check, words, *_ in MISTAKES:
+    for mistake in MISTAKES:
+        name, _, _, name_of_check, words, *_ = mistake
         if name_of_check in ("train_cartpole", "parallel_returns"):
             continue
         src = (ROOT / "course" / f"{name}.py").read_text()
-        for o, n in zip(*((old, new) if isinstance(old, list) else ([old], [new]))):
+        for o, n in edits(mistake):
             src = src.replace(o, n)
         src = "\n".join(line for line in src.split("## 4. An agent")[0].splitlines() if not line.startswith("check."))
         namespace = {"__name__": "__main__"}
