@@ -64,8 +64,7 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
         return out
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    os.environ["ES_COURSE_FAST"] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    os.environ["ES_COURSE_FAST"] = "1"      # the kernel inherits it (and PYTHONPATH, set by ``grade``)
     cells = [c for c in nb.cells if c.cell_type == "code"]
     skipped: list[int] = []        # student cells that never finished: left out of every replay
     notes: list[str] = []
