@@ -244,8 +244,9 @@ def train_cartpole(fn, rng):
     if np.array_equal(runs[a], runs[b]):
         _fail(f"train_cartpole: seeds {a} and {b} gave the same parameters; it ignores its seed (or returns "
               "parameters fixed in advance): train from np.random.default_rng(seed)")
+    cartpole = EnvProblem("CartPole-v1", hidden=())
     for seed, params in runs.items():
-        returns, _ = EnvProblem("CartPole-v1", hidden=()).play(params, np.arange(1000, 1020))
+        returns, _ = cartpole.play(params, np.arange(1000, 1020))
         if returns.mean() < 475:
             _fail(f"train_cartpole: trained from seed {seed}, the policy scores {returns.mean():.1f} on seeds "
                   "1000..1019, below 475")

@@ -30,14 +30,13 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
     if global_seed is not None:
         np.random.seed(global_seed)
     reply: dict = {}
-    restore = None
     if spy:
         import os
         import tempfile
         fd, log = tempfile.mkstemp(prefix="es-spy-")
         os.close(fd)
-        restore = (spy["name"], namespace.get(spy["name"]))
-        namespace[spy["name"]] = _spy(restore[1], log, tuple(spy.get("args", ())), float(spy.get("delay", 0)))
+        real = namespace.get(spy["name"])
+        namespace[spy["name"]] = _spy(real, log, tuple(spy.get("args", ())), float(spy.get("delay", 0)))
     try:
         if count_lines:
             reply["value"], reply["lines"] = _count_lines(fn, args)
@@ -45,7 +44,7 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
             reply["value"] = fn(*args)
     finally:
         if spy:
-            namespace[restore[0]] = restore[1]
+            namespace[spy["name"]] = real
             with open(log) as f:
                 reply["spied"] = [[int(w) for w in line.split()] for line in f if line.strip()]
             os.unlink(log)
@@ -68,9 +67,9 @@ def _spy(real, log, picks, delay):
 def _count_lines(fn, args):
     import os
     import sys
-    here = os.path.dirname(os.path.abspath(__file__))
-    installed = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(here)) + os.sep + "es",
-                       os.path.dirname(os.path.dirname(here)) + os.sep + "pong"})
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # es/
+    pong = os.path.join(os.path.dirname(package), "pong")
+    installed = tuple({os.path.join(d, "") for d in (sys.prefix, sys.base_prefix, sys.exec_prefix, package, pong)})
     count = 0
 
     def local(frame, event, arg):
