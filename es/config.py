@@ -36,6 +36,7 @@ class ESConfig:
     init: str | None = None          # start from this checkpoint's parameters (fine-tuning)
     init_sha256: str | None = None   # of those parameters' bytes, recorded when the run starts
     extra: dict = field(default_factory=dict)   # problem-specific settings (e.g. Pong's)
+    record_returns: bool = False     # write each generation's member returns to metrics.jsonl (replayable)
 
     def to_dict(self) -> dict:
         return asdict(self)

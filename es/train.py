@@ -177,6 +177,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                    "pop_min": float(res.returns.min()), "pop_std": float(res.returns.std()),
                    "center_rank": _center_rank(res.center_return, res.returns), **info, **res.info,
                    "env_steps": state["env_steps"], "gen_env_steps": gen_steps}
+            if config.record_returns:   # what tell() was given: with the seed, it replays the run (pong.student)
+                row["returns"] = [float(r) for r in res.returns]
             if state["finished"] is None and strategy.generation >= config.generations:
                 state["finished"] = "generations"
             if run_dir is not None:

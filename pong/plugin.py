@@ -29,6 +29,8 @@ def validate_spec(spec: dict) -> None:
         ch = policy.get("channels", [8, 16])
         if not (isinstance(ch, list) and len(ch) == 2 and all(int_in(c, 1, MAX_CHANNELS) for c in ch)):
             raise ValueError(f"pong_conv channels must be two sizes in [1, {MAX_CHANNELS}]")
+    if spec.get("tie_break") not in (None, "length"):
+        raise ValueError("tie_break must be 'length' or absent")
     for name, lo, hi, default in (("max_steps", 1, MAX_STEPS, 1000), ("num_envs", 1, MAX_NUM_ENVS, 128),
                                   ("threads", 0, MAX_THREADS, 0)):
         v = spec.get(name, default)
@@ -42,12 +44,14 @@ def make_problem(config, one_thread: bool):
     spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)}
     # With several worker processes, each steps its games on one thread.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128),
-                       threads=1 if one_thread else 0)
+                       threads=1 if one_thread else 0, tie_break=config.extra.get("tie_break"))
 
 
 def check_config(config) -> None:
     if config.extra.get("policy", "dense") not in ("dense", "conv"):
         raise ESError(f"--policy must be dense or conv, got {config.extra.get('policy')!r}")
+    if config.extra.get("tie_break") not in (None, "length"):
+        raise ESError(f"tie_break must be 'length' or unset, got {config.extra.get('tie_break')!r}")
     n = config.extra.get("num_envs", 128)
     if not int_in(n, 1, MAX_NUM_ENVS):
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")

@@ -25,15 +25,28 @@ from .policy import make_pong_policy
 class PongProblem:
     batched = True   # episodes share a vector env: one chunk per worker is best
 
-    def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 128, threads: int = 0):
+    def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 128, threads: int = 0,
+                 head=None, tie_break: str | None = None):
+        """``tie_break="length"``: fitness = score + 1e-5 x agent steps, so equal scores rank by how
+        long the game lasted and different scores never swap (a game lasts < 100,000 steps).
+        ``head``: a function ``(W (rows, features, 3), b (rows, 3), features (rows, features)) ->
+        actions`` that replaces the linear dense policy's read-out (notebook 04's ``batched_policy``)."""
         self.policy_spec = dict(policy or {"type": "pong_dense", "band": 6, "hidden": []})
         self.policy = make_pong_policy(self.policy_spec)
+        if head is not None:
+            if self.policy_spec.get("type") != "pong_dense" or self.policy_spec.get("hidden"):
+                raise ValueError("head= replaces the read-out of the linear dense policy only")
+            self.policy.head_fn = head
         self.max_steps, self.num_envs, self.threads = int(max_steps), int(num_envs), int(threads)
+        if tie_break not in (None, "length"):
+            raise ValueError(f"tie_break must be None or 'length', got {tie_break!r}")
+        self.tie_break = tie_break
         self._vecs: dict = {}
 
     @classmethod
     def from_spec(cls, spec: dict) -> "PongProblem":
-        return cls(spec.get("policy"), spec.get("max_steps", 1000), spec.get("num_envs", 128), spec.get("threads", 0))
+        return cls(spec.get("policy"), spec.get("max_steps", 1000), spec.get("num_envs", 128), spec.get("threads", 0),
+                   tie_break=spec.get("tie_break"))
 
     @property
     def num_params(self) -> int:
@@ -44,8 +57,16 @@ class PongProblem:
         return self.max_steps
 
     def spec(self) -> dict:
-        return {"kind": "pong", "env_id": "ALE/Pong-v5", "policy": self.policy_spec, "max_steps": self.max_steps,
+        spec = {"kind": "pong", "env_id": "ALE/Pong-v5", "policy": self.policy_spec, "max_steps": self.max_steps,
                 "num_envs": self.num_envs, "threads": self.threads}
+        if self.tie_break is not None:
+            spec["tie_break"] = self.tie_break
+        if self.policy.head_fn is not None:
+            spec["local_only"] = True   # holds a notebook's function: worker processes get this object itself
+        return spec
+
+    def __getstate__(self):   # vector envs stay behind; each process builds its own
+        return {**self.__dict__, "_vecs": {}}
 
     def initial_params(self, seed: int) -> np.ndarray:
         return self.policy.initial_params(seed)
@@ -131,6 +152,8 @@ class PongProblem:
             ids, done = info["env_id"], terminated | truncated
         for _ in range((n - batch) // batch):   # collect the results in flight: the next reset starts clean
             env.recv()
+        if self.tie_break == "length":
+            returns += 1e-5 * lengths
         return returns, lengths
 
     # ---- full games on ALE/Pong-v5 itself (evaluation, baseline, GIF) ----

@@ -192,4 +192,6 @@ def make_problem(spec: dict):
 def rebuildable(spec: dict) -> bool:
     """A spec any process can rebuild the problem from (not a Python function)."""
     from .. import registry
+    if spec.get("local_only"):
+        return False
     return spec.get("kind") == "env" or registry.problem_kind(spec.get("kind")) is not None
