@@ -2,10 +2,8 @@
 # # 04 · Atari Pong from pixels [+10 points]
 #
 # Observations are 42x42 grayscale frames, the last 4 stacked. You write the preprocessing
-# and a policy that evaluates a whole population in one batched call; then you show an agent
-# that beats a random player. Training one takes hours on 2 cores
-# (`python -m es train pong`), so the solution loads the agent shipped in `pong/agent.npz`;
-# replace it with yours.
+# and a policy that evaluates a whole population in one batched call; then you train your own
+# agent with it until it beats a random player (about BUDGET_MEDIAN minutes on 2 cores).
 
 # %%
 import os
@@ -93,19 +91,86 @@ def batched_policy(W, b, features):
 check.batched_policy(batched_policy)
 
 # %% [markdown]
-# ## 4. An agent that beats random
+# ## 4. Your own agent
 #
-# `agent_params` must be the parameters of the dense policy in `pong/policy.py` (what
-# `python -m es train pong` trains). The grader plays 3 full games of `ALE/Pong-v5` on seeds
-# 0-2 with it and with a random policy.
+# ES is a pure function of (configuration, seed). Your run's seed comes from your identifier,
+# so the run is yours alone, and the grader checks it is by replaying it: every update is
+# recomputed from the returns your run recorded, a few of its games are played again, and
+# the agent plays 20 games on seeds it never saw.
+#
+# **The rule (the same in this notebook, the grader and the README):** 20 full games of
+# `ALE/Pong-v5` with your agent and 20 with a uniformly random player on the same seeds; your
+# agent beats random when its 95% t-interval (as `python -m es eval` prints it) lies entirely above
+# the random player's (about -20.3 +- 0.3).
+#
+# **The configuration** (`pong.student.student_config`): population 64, sigma 0.05, Adam with
+# learning rate 0.01, and *whole games* as fitness (capped at 5000 steps), the score you are
+# judged on. Equal scores rank by how long the game lasted (+ 0.00001 per step, never enough
+# to pass a point): at first every member loses 21:0, and the one that kept the ball in play
+# longest is the one to follow. Your `batched_policy` picks every action of every game. Training checks the rule every 5
+# generations once the population's games beat -20, and stops at the first agent that passes.
+#
+# **Budget: about BUDGET_MEDIAN minutes on 2 cores** (median over 3 identifiers, BUDGET_RANGE;
+# `benchmarks/pong_student.py`). Re-running the training cell resumes the run where it stopped.
+#
+# Set `STUDENT_ID` to your login, the name of the folder you submit in. Submit the notebook
+# with the folder `pong-run` next to it.
 
 # %%
 ### BEGIN SOLUTION
-agent_params = es.checkpoint.load_checkpoint(ROOT / "pong" / "agent.npz")[0]
+STUDENT_ID = "reference"
 ### END SOLUTION
+RUN_DIR = "pong-run"
 
 # %%
-check.agent_beats_random(agent_params)   # plays 3 full games with it and 3 with a random player (minutes)
+from pong.student import beats_random, student_config, student_problem, train_until_beats_random
+
+config = student_config(STUDENT_ID)
+print(f"{STUDENT_ID}: run seed {config.seed}")
+if FAST:   # the grader's fast mode: a short loop in memory, to see it run; RUN_DIR is left alone
+    demo = es.config_for("pong", population=8, generations=2, max_steps=150, eval_episodes=1)
+    run = es.train(demo, student_problem(demo, head=batched_policy), final_eval=False)
+    print("fast mode:", [round(m["pop_mean"], 2) for m in run.metrics])
+else:
+    verdict, seconds, generations = train_until_beats_random(config, RUN_DIR, student_problem(config, batched_policy))
+    print(f"{generations} generations, {seconds / 60:.1f} minutes of training: {verdict}")
+
+# %% [markdown]
+# Your curve, read back from `RUN_DIR/metrics.jsonl` (run this cell again at any time, also
+# while a run trains in a terminal). **Expected:** the population's mean sits at -21 to -20
+# for the first generations (a fresh policy loses every point) and starts to climb once some
+# members return the ball; passing agents score about -19 to -17 over full games.
+
+# %%
+import json
+
+metrics_file = Path(RUN_DIR) / "metrics.jsonl"
+rows = [json.loads(line) for line in metrics_file.read_text().splitlines()] if metrics_file.exists() else []
+if rows:
+    gens = [r["generation"] for r in rows]
+    plt.plot(gens, [r["pop_mean"] for r in rows], label="population mean")
+    plt.plot(gens, [r["pop_max"] for r in rows], label="best member", alpha=0.6)
+    plt.plot(gens, [r["center_return"] for r in rows], ".", label="center")
+    plt.xlabel(f"generation ({rows[-1]['train_seconds'] / 60:.0f} min of training)")
+    plt.ylabel("score of a full game")
+    plt.legend()
+    plt.show()
+else:
+    print(f"no {metrics_file} yet: train first")
+
+# %% [markdown]
+# Load the agent: a checkpoint is an `.npz` whose `center` holds the parameters
+# (`np.load(path)["center"]`, or `es.checkpoint.load_checkpoint(path)[0]`, which also checks
+# it). Without a run yet, the shipped reference agent (`pong/agent.npz`) plays instead.
+
+# %%
+checkpoint = Path(RUN_DIR) / "checkpoint.npz"
+agent_params = np.load(checkpoint if checkpoint.exists() else ROOT / "pong" / "agent.npz")["center"]
+if not FAST and checkpoint.exists():
+    print(beats_random(agent_params, first_seed=0))   # the rule, on seeds 0..19 (about a minute)
+
+# %%
+check.pong_agent(RUN_DIR, STUDENT_ID)   # replays your run, then 20 games on unseen seeds (about a minute)
 
 # %%
 from pong.problem import PongProblem
@@ -117,12 +182,3 @@ frames = problem.frames(agent_params, 0, max_frames=60 if FAST else 400)
 plt.imshow(frames[-1])
 plt.axis("off")
 plt.show()
-
-# %% [markdown]
-# A few generations of training, to see the loop run (the real thing: `python -m es train pong`):
-
-# %%
-config = es.config_for("pong", population=8 if FAST else 32, generations=2 if FAST else 5,
-                       max_steps=150 if FAST else 1000, eval_episodes=1)
-run = es.train(config, final_eval=False)
-print([round(m["pop_mean"], 2) for m in run.metrics])

@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "feedback files record the seed used, to grade again on the same inputs)")
     g.add_argument("--checks", default=None, metavar="NAME,...",
                    help="run only these checks (the others score 0, marked as left out)")
+    g.add_argument("--student", default=None, metavar="ID",
+                   help="whose submission (Pong runs must carry this identifier's seed); default: the folder "
+                        "holding each notebook, or nbgrader's submitted/ID/ASSIGNMENT/")
 
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
@@ -305,7 +308,8 @@ def cmd_grade(args) -> int:
                       f"the checks are {', '.join(CHECKS)}")
     return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
                       check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
-                      submission_timeout=args.submission_timeout, seed=args.input_seed, only=only)
+                      submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
+                      student=args.student)
 
 
 COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker, "notebooks": cmd_notebooks,

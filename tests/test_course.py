@@ -140,6 +140,12 @@ MISTAKES = [
      "chunks_to_requeue", "still waiting in the queue"),
     ("03_redis", "if chunk in in_queue or now - t < lease_seconds:", "if chunk in in_queue:",
      "chunks_to_requeue", "not written its lease yet"),
+    ("03_redis", "        for chunk in chunks_to_requeue(queued_at, in_queue, leases, time.time(), lease_seconds):",
+     "        for chunk in []:", "gather", "never handed out again"),
+    ("03_redis", 'if res["generation"] != generation or chunk not in queued_at:', "if chunk not in wanted:", "gather",
+     "drop results of another generation"),
+    ("03_redis", """in_queue = {f"{job['a']}:{job['b']}" for job in map(json.loads, r.lrange("es:jobs", 0, -1))}""",
+     "in_queue = set()", "gather", "still waiting in es:jobs"),
     ("04_pong", AREA, AREA.replace(".astype(np.float32)", ""), "downsample", "float32"),
     ("04_pong", AREA, AREA.replace(" / 255)", ".T / 255)"), "downsample",
      "transposed"),
@@ -157,8 +163,9 @@ MISTAKES = [
      "sigma = sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))", "snes_step", "multiplicatively"),
     ("05_extras", "mu = mu + lr_mu * sigma * (w @ s)", "mu = mu + lr_mu * (w @ s)", "snes_step", "lacks sigma"),
 ]
-# Pong's agent check plays full games (minutes); the planted mistakes in 04 are its functions'.
-SLOW = {"agent_beats_random"}
+# Pong's agent check replays a run and plays full games (tests/test_pong_student.py grades it);
+# the planted mistakes in 04 are its functions'.
+SLOW = {"pong_agent"}
 
 
 def edits(mistake) -> list[tuple[str, str]]:
@@ -261,12 +268,12 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
     missed = []
     for mistake in MISTAKES:
         name, _, _, name_of_check, words, *_ = mistake
-        if name_of_check in ("train_cartpole", "parallel_returns"):
+        if name_of_check in ("train_cartpole", "parallel_returns", "gather"):
             continue
         src = (ROOT / "course" / f"{name}.py").read_text()
         for o, n in edits(mistake):
             src = src.replace(o, n)
-        src = "\n".join(line for line in src.split("## 4. An agent")[0].splitlines() if not line.startswith("check."))
+        src = "\n".join(line for line in src.split("# ## 4. ")[0].splitlines() if not line.startswith("check."))
         namespace = {"__name__": "__main__"}
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(src, name, "exec"), namespace)

@@ -61,7 +61,7 @@ def _register(name, milestone, points, notebook, *needs, slow=False):
                 print(f"SKIPPED {name}: takes minutes; fast mode (ES_COURSE_FAST=1) leaves it to the grader")
                 return None
             verdict(name, args, secrets.randbits(32) if seed is None else int(seed))
-            print(f"OK {name}: passed ({points} points when graded)")
+            print(f"OK {name}: passed ({points} point{'s' * (points != 1)} when graded)")
             return True
         student_facing.__doc__, student_facing.__name__ = fn.__doc__, name
         return student_facing
@@ -349,7 +349,7 @@ def _blame_chunks(got, want, chunks, population, n_jobs):
 
 
 # ---------------------------------------------------------------- milestone 3 (03)
-@_register("result_codec", "M3", 2, "03_redis", "encode_result", "decode_result")
+@_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result")
 def result_codec(encode_result, decode_result, rng):
     """Round trip of (generation, first, returns, lengths) through bytes, exact, no pickle;
     decode_result returns a dict with keys generation, first, returns, lengths."""
@@ -382,7 +382,7 @@ def result_codec(encode_result, decode_result, rng):
         _fail(f"encode_result: {len(payload)} bytes for {count} members; aim for ~12 bytes per member plus a header")
 
 
-@_register("chunks_to_requeue", "M3", 3, "03_redis")
+@_register("chunks_to_requeue", "M3", 2, "03_redis")
 def chunks_to_requeue(fn, rng):
     """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
     es.distributed.master.chunks_to_requeue (the master's own rule)."""
@@ -415,8 +415,75 @@ def chunks_to_requeue(fn, rng):
     _fail(f"chunks_to_requeue: expected {sorted(want)}, got {sorted(got)}")
 
 
+@_register("gather", "M3", 2, "03_redis")
+def gather(fn, rng):
+    """gather(url, generation, bounds, lease_seconds, timeout) -> (returns, lengths), run with the
+    course's decode_result and chunks_to_requeue, against
+    es.course.redis_workers.FaultyWorkers on a real Redis: a stale result, an unknown chunk, a
+    worker that dies holding a lease, one that dies before writing it, a duplicate result and
+    a slow worker that is alive. The returns must be exact, each lost chunk handed out again,
+    and the live one never."""
+    from ..distributed.server import EmbeddedRedis
+    from .redis_workers import FaultyWorkers
+    lease = 1.0
+    with EmbeddedRedis() as server:
+        workers = FaultyWorkers(server.master_url, rng, lease).start()
+        try:
+            # With the course's decode_result and chunks_to_requeue in place of the notebook's, which
+            # have checks of their own: a mistake there costs those points, not these too.
+            out, raised = _observe(fn, server.master_url, workers.generation, [list(b) for b in workers.bounds],
+                                   lease, 15.0, reference=["decode_result", "chunks_to_requeue"])["value"], None
+        except CheckFailed:
+            raise
+        except Exception as exc:     # diagnosed below, from what the workers saw
+            out, raised = None, exc
+        finally:
+            workers.stop()
+    given = workers.handed_out
+    said = None if raised is None else str(raised) if type(raised).__name__ == "KernelError" \
+        else f"{type(raised).__name__}: {raised}"
+    if said is not None and not said.startswith("TimeoutError"):
+        _fail(f"gather: raised {said[:200]}; drop results of another generation, of chunks not in bounds, "
+              "and second results of a chunk already in")
+    for fault, why in (("dies_with_lease", "its worker died holding it (the lease stopped being renewed); "
+                        "requeue a chunk whose lease is older than lease_seconds"),
+                       ("dies_without_lease", "its worker died before writing a lease; requeue a chunk that left "
+                        "the queue more than lease_seconds ago and has no lease")):
+        if given[workers.chunk_of(fault)] < 2:
+            _fail(f"gather: chunk {workers.chunk_of(fault)} was never handed out again: {why} (use chunks_to_requeue "
+                  "when no result arrives within the poll)")
+    lost = {workers.chunk_of("dies_with_lease"), workers.chunk_of("dies_without_lease")}
+    slow = workers.chunk_of("slow")
+    again = [c for c, n in given.items() if c != slow and n > (2 if c in lost else 1)]
+    if again:
+        _fail(f"gather: chunk {again[0]} was handed out {given[again[0]]} times; a chunk still waiting in es:jobs "
+              "must not be pushed again (pass the queued chunks to chunks_to_requeue), and a requeued chunk's "
+              "queued_at becomes now")
+    if given[slow] > 1:
+        _fail(f"gather: chunk {slow} was handed out again while its worker was alive and renewing its lease; read "
+              "the leases from es:leases before deciding")
+    if said is not None:
+        _fail(f"gather: raised {said[:200]}")
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        _fail("gather: return the pair (returns, lengths)")
+    n = len(workers.returns)
+    got, lengths = _array(out[0], (n,), "gather returns"), _array(out[1], (n,), "gather lengths", np.int64)
+    if np.array_equal(got, workers.returns) and np.array_equal(lengths, workers.lengths):
+        return
+    a, b = workers.bounds[0]
+    if np.array_equal(got[a:b], workers.returns[a:b] + 1000.0):
+        _fail(f"gather: a result of generation {workers.generation - 1} (an earlier one) entered chunk {a}:{b}; drop "
+              "results whose generation is not the one being gathered")
+    a, b = map(int, workers.chunk_of("duplicate").split(":"))
+    if np.array_equal(got[a:b], workers.returns[a:b] - 7.0):
+        _fail(f"gather: chunk {a}:{b}'s second result replaced its first; once a chunk is in, drop its duplicates")
+    bad = int(np.flatnonzero((got != workers.returns) | (lengths != workers.lengths))[0])
+    _fail(f"gather: member {bad} came back {got[bad]!r} (length {lengths[bad]}), expected {workers.returns[bad]!r} "
+          f"(length {workers.lengths[bad]}); put each result at returns[first:first + count]")
+
+
 # ---------------------------------------------------------------- milestone 4 (04)
-@_register("downsample", "M4", 3, "04_pong")
+@_register("downsample", "M4", 2, "04_pong")
 def downsample(fn, rng):
     """210x160 uint8 -> 42x42 float32 in [0, 1] by area averaging; tolerance 1/255."""
     from pong.env import downsample as ref
@@ -438,7 +505,7 @@ def downsample(fn, rng):
               "(half the memory of float64 for every frame of every member)")
 
 
-@_register("stack_frames", "M4", 2, "04_pong")
+@_register("stack_frames", "M4", 1, "04_pong")
 def stack_frames(fn, rng):
     """stack_frames(stack (4, 42, 42), frame (42, 42)) -> new stack, oldest first."""
     stack = rng.random((4, 42, 42)).astype(np.float32)
@@ -479,19 +546,25 @@ def batched_policy(fn, rng):
               f"{lines[1]} for 64); one batched operation (np.einsum or a batched matmul) does them all at once")
 
 
-@_register("agent_beats_random", "M4", 3, "04_pong", "agent_params", slow=True)
-def agent_beats_random(agent_params, rng):
-    """The agent's mean score over full games on seeds 0..2 beats a random policy's."""
-    from pong.problem import PongProblem
-    problem = PongProblem()
-    params = np.asarray(agent_params, dtype=np.float32).ravel()
-    if params.size != problem.num_params:
-        _fail(f"agent_params: expected {problem.num_params} parameters of the dense policy, got {params.size}")
-    seeds = np.arange(3)
-    agent, _ = problem.play(params, seeds)
-    random = problem.play_random(seeds)
-    if agent.mean() <= random.mean():
-        _fail(f"agent_params: scores {agent.mean():.1f} against random's {random.mean():.1f} on seeds 0-2")
+@_register("pong_agent", "M4", 5, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)
+def pong_agent(run_dir, student_id, rng):
+    """The run in ``run_dir`` is ``student_id``'s own (``pong.replay.verify_run``: the course's
+    config with their seed; every update replayed from the recorded returns onto the
+    checkpoint; sampled episodes played again with identical scores), and its agent beats a
+    random player by ``pong.student.beats_random`` on 20 full games on seeds it never saw."""
+    from pong.replay import RunRejected, verify_run
+    from pong.student import beats_random
+    try:
+        replay = verify_run(run_dir, student_id, rng)
+    except (RunRejected, ValueError) as exc:
+        _fail(f"pong_agent: 0 points: {exc}")
+    first = int(rng.integers(1_000_000, 2 ** 31 - 100))
+    result = beats_random(replay.center, first_seed=first)
+    if not result.beats_random:
+        _fail(f"pong_agent: your run replays, but its agent does not beat random yet: {result}; train on "
+              "(re-running the training cell resumes the run)")
+    print(f"pong_agent: the run replays ({replay.generations} generations, {len(replay.episodes)} episodes played "
+          f"again, {replay.seconds:.0f} s); {result}")
 
 
 # ---------------------------------------------------------------- extras (05)

@@ -45,10 +45,21 @@ def notebook_name(nb, path: Path) -> str:
     return ""
 
 
-def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: int = 0, only=None) -> dict:
+def student_of(path: Path) -> str:
+    """Whose submission: nbgrader's ``submitted/<student>/<assignment>/x.ipynb`` gives
+    ``<student>``; otherwise the folder holding the notebook (``submissions/<student>/``)."""
+    path = Path(path).resolve()
+    if len(path.parents) > 2 and path.parents[2].name == "submitted":
+        return path.parents[1].name
+    return path.parent.name
+
+
+def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: int = 0, only=None,
+                student: str | None = None) -> dict:
     """The grading itself, in this process (``grade`` runs it in an isolated child)."""
     import nbformat
     path = Path(path)
+    given = {"STUDENT_ID": student or student_of(path), "folder": path.resolve().parent}
     out = {"submission": str(path), "total": 0, "max": 0, "checks": []}
     try:
         nb = nbformat.read(str(path), as_version=4)
@@ -118,7 +129,7 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
             if row["name"] in delegated:
                 row["message"] = delegated[row["name"]]
                 continue
-            row["message"] = _run_check(row, execute, check_timeout, input_seed(seed, row["name"]))
+            row["message"] = _run_check(row, execute, check_timeout, input_seed(seed, row["name"]), given)
             if row["message"] == "passed":
                 row["points"] = row["max"]
             elif row["message"].endswith(_GONE):
@@ -140,9 +151,10 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
 _GONE = "(the kernel was restarted for the next check)"
 
 
-def _run_check(row: dict, execute, check_timeout: int, seed: int) -> str:
+def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | None = None) -> str:
     """One check, in this process, on inputs drawn from ``seed``; the student's functions run
-    in the kernel. Its message."""
+    in the kernel. Its message. ``given``: what the grader knows better than the notebook (whose
+    submission it is, the folder it came in), which ``_grader_side`` applies."""
     name = row["name"]
     deadline = time.monotonic() + check_timeout
     run = lambda source: execute(source, deadline)   # noqa: E731
@@ -155,7 +167,8 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int) -> str:
             home = str(kind.get("module") or "")
             if kind.get("callable") and home.split(".")[0] in ("es", "pong", "solutions"):
                 return f"{name}: 0 points: {need} is {home}'s function, not one written in the notebook"
-            objs.append(Remote(run, need) if kind.get("callable") else ask(run, need, "get").get("value"))
+            objs.append(Remote(run, need) if kind.get("callable") else
+                        _grader_side(need, ask(run, need, "get").get("value"), given or {}))
         verdict(name, objs, seed)
         return "passed"
     except NotImplementedError:
@@ -171,6 +184,23 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int) -> str:
     except Exception as exc:   # the check could not use what came back (a tuple for a dict, ...)
         return (f"{name}: the check could not use what your code returned ({exc.__class__.__name__}: "
                 f"{str(exc)[:200]}); compare with the docstring")
+
+
+def _grader_side(need: str, value, given: dict):
+    """The student's identifier is the grader's, never the notebook's (which a student could set
+    to a classmate's); a run directory must lie inside the submission's folder."""
+    if need == "STUDENT_ID" and given.get("STUDENT_ID"):
+        return given["STUDENT_ID"]
+    if need == "RUN_DIR" and given.get("folder") is not None:
+        folder = Path(given["folder"])
+        if not isinstance(value, (str, os.PathLike)):
+            raise CheckFailed(f"RUN_DIR must be a path, got {type(value).__name__}")
+        target = (folder / value).resolve()
+        if not target.is_relative_to(folder):
+            raise CheckFailed(f"RUN_DIR {str(value)[:100]} lies outside the submission's folder; submit the run "
+                              "directory next to the notebook")
+        return str(target)
+    return value
 
 
 def _stop_kernel(client) -> None:
@@ -237,7 +267,7 @@ def validate(raw, names: list[str]) -> list[dict]:
 
 
 def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_timeout: int = 3600,
-          seed: int | None = None, only=None) -> dict:
+          seed: int | None = None, only=None, student: str | None = None) -> dict:
     """Grade one submission in an isolated child with a hard wall-clock limit. The checks'
     inputs come from ``seed``, drawn fresh when it is None (``result["input_seed"]``); only
     the checks named in ``only`` run when it is given."""
@@ -249,7 +279,7 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
         result_file = Path(tmp) / "result.json"
         proc = subprocess.Popen([sys.executable, "-m", "es.course.grade", str(path), str(result_file),
                                  str(cell_timeout), str(check_timeout), str(seed),
-                                 ",".join(only) if only is not None else "*"],
+                                 ",".join(only) if only is not None else "*", student or student_of(path)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, cwd=tmp,
                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -354,13 +384,14 @@ def write_feedback(result: dict, folder) -> Path:
 
 def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: int = 600, log=print,
          csv_path=None, feedback=None, jobs: int | None = None, submission_timeout: int = 3600,
-         seed: int | None = None, only=None) -> int:
+         seed: int | None = None, only=None, student: str | None = None) -> int:
     from concurrent.futures import ThreadPoolExecutor
     files = expand(paths)
     jobs = max(1, jobs or os.cpu_count() or 1)
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=jobs) as pool:   # each submission is its own child process
-        results = list(pool.map(lambda p: grade(p, cell_timeout, check_timeout, submission_timeout, seed, only), files))
+        results = list(pool.map(lambda p: grade(p, cell_timeout, check_timeout, submission_timeout, seed, only,
+                                                        student), files))
     for res in results:
         log(json.dumps(res) if as_json else table(res))
         if feedback is not None:
@@ -374,7 +405,7 @@ def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: i
     return 0
 
 
-if __name__ == "__main__":   # the isolated child: python -m es.course.grade NOTEBOOK RESULT CELL_S CHECK_S SEED CHECKS|*
+if __name__ == "__main__":   # the isolated child: python -m es.course.grade NOTEBOOK RESULT CELL_S CHECK_S SEED CHECKS|* STUDENT
     _res = _grade_here(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
-                       None if sys.argv[6] == "*" else set(filter(None, sys.argv[6].split(","))))
+                       None if sys.argv[6] == "*" else set(filter(None, sys.argv[6].split(","))), sys.argv[7])
     Path(sys.argv[2]).write_text(json.dumps(_res))

@@ -1,0 +1,131 @@
+"""Workers for notebook 03's ``gather``: the reference protocol cut to its core, on a real Redis.
+
+The course protocol (``es.distributed.protocol`` without run ids, nonces, digests and roles):
+
+* ``es:jobs`` (list): one JSON job per chunk, ``{"g": generation, "a": first, "b": end}``;
+  the chunk's name is ``"a:b"``.
+* A worker pops a job (``BLPOP``), sets its lease ``HSET es:leases a:b <time.time()>``, renews it
+  every ``lease_seconds / 4`` while it works, then pushes ``encode_result(g, a, returns,
+  lengths)`` onto ``es:results`` and deletes its lease.
+
+``FaultyWorkers`` serves a gather the way a real cluster fails it: before the gather starts,
+a result of the previous generation and one for a chunk that does not exist are waiting,
+and the workers only start taking jobs after 1.5 leases (so a master that ignores what is
+still queued hands it out twice); one worker dies holding a chunk after writing one lease; one dies before writing any; one
+chunk's result arrives twice, the second copy with different numbers; another chunk's worker
+is slow but alive and keeps renewing its lease. Every member's true return is known, so the
+check compares exactly, and it counts how often each chunk was handed out.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import threading
+import time
+
+import numpy as np
+
+JOBS, RESULTS, LEASES = "es:jobs", "es:results", "es:leases"
+
+
+def name(a: int, b: int) -> str:
+    return f"{a}:{b}"
+
+def reference_encode(generation, first, returns, lengths) -> bytes:
+    """Notebook 03's payload: generation, first, count (u32), float64 returns, uint32 lengths."""
+    returns, lengths = np.asarray(returns, dtype="<f8"), np.asarray(lengths, dtype="<u4")
+    return struct.pack("<III", generation, first, len(returns)) + returns.tobytes() + lengths.tobytes()
+
+
+def reference_decode(payload) -> dict:
+    generation, first, count = struct.unpack_from("<III", payload)
+    returns = np.frombuffer(payload, dtype="<f8", count=count, offset=12)
+    lengths = np.frombuffer(payload, dtype="<u4", count=count, offset=12 + 8 * count)
+    return {"generation": generation, "first": first, "returns": returns, "lengths": lengths}
+
+class FaultyWorkers:
+    def __init__(self, url: str, rng: np.random.Generator, lease_seconds: float = 1.0):
+        import redis
+        self.r = redis.Redis.from_url(url)
+        self.lease = float(lease_seconds)
+        population = int(rng.integers(24, 48))
+        cuts = np.sort(rng.choice(np.arange(2, population - 1), 5, replace=False))
+        edges = [0, *map(int, cuts), population]
+        self.bounds = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        self.generation = int(rng.integers(5, 10_000))
+        self.returns = np.round(rng.standard_normal(population) * 50, 3)
+        self.lengths = rng.integers(10, 500, population).astype(np.int64)
+        picks = rng.permutation(len(self.bounds))
+        # chunk index -> fault; the others are answered at once
+        self.fault = {int(picks[0]): "dies_with_lease", int(picks[1]): "dies_without_lease",
+                      int(picks[2]): "duplicate", int(picks[3]): "slow"}
+        self.handed_out = {name(a, b): 0 for a, b in self.bounds}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.errors: list[str] = []
+
+    def start(self) -> "FaultyWorkers":
+        r = self.r
+        r.delete(JOBS, RESULTS, LEASES)
+        a, b = self.bounds[0]
+        stale = self.returns[a:b] + 1000.0
+        r.rpush(RESULTS, reference_encode(self.generation - 1, a, stale, self.lengths[a:b]))   # a leftover
+        r.rpush(RESULTS, reference_encode(self.generation, 1_000_000, [1.0], [1]))             # no such chunk
+        r.rpush(JOBS, *[json.dumps({"g": self.generation, "a": a, "b": b}) for a, b in self.bounds])
+        for _ in range(3):
+            t = threading.Thread(target=self._work, daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def _answer(self, a, b, returns=None):
+        returns = self.returns[a:b] if returns is None else returns
+        pipe = self.r.pipeline()
+        pipe.rpush(RESULTS, reference_encode(self.generation, a, returns, self.lengths[a:b]))
+        pipe.hdel(LEASES, name(a, b))
+        pipe.execute()
+
+    def _work(self):
+        import redis
+        r = redis.Redis(connection_pool=self.r.connection_pool)
+        try:
+            self._stop.wait(1.5 * self.lease)    # busy elsewhere: the jobs wait in the queue
+            while not self._stop.is_set():
+                got = r.blpop(JOBS, timeout=0.05)
+                if got is None:
+                    continue
+                job = json.loads(got[1])
+                a, b = int(job["a"]), int(job["b"])
+                chunk = name(a, b)
+                self.handed_out[chunk] += 1
+                k = self.bounds.index((a, b))
+                fault = self.fault.get(k) if self.handed_out[chunk] == 1 else None   # a requeued chunk succeeds
+                if fault == "dies_without_lease":
+                    continue
+                r.hset(LEASES, chunk, repr(time.time()))
+                if fault == "dies_with_lease":
+                    continue
+                if fault == "slow":          # alive: renews its lease for 2.5 leases, then answers
+                    end = time.time() + 2.5 * self.lease
+                    while time.time() < end and not self._stop.is_set():
+                        r.hset(LEASES, chunk, repr(time.time()))
+                        time.sleep(self.lease / 4)
+                self._answer(a, b)
+                if fault == "duplicate":     # the same chunk again, from a worker that thought it was lost
+                    self._answer(a, b, self.returns[a:b] - 7.0)
+        except Exception as exc:   # the server went away at the end of the check
+            if not self._stop.is_set():
+                self.errors.append(f"{exc.__class__.__name__}: {exc}")
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=2)
+        try:
+            self.r.close()
+        except Exception:
+            pass
+
+    def chunk_of(self, fault: str) -> str:
+        k = next(k for k, f in self.fault.items() if f == fault)
+        return name(*self.bounds[k])
