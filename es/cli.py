@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     nbp = sub.add_parser("notebooks", help="build notebooks/ and solutions/ from course/")
     nbp.add_argument("--check", action="store_true", help="exit 1 if the committed notebooks are out of date")
+    nbp.add_argument("--execute", nargs="*", default=None, metavar="NAME",
+                     help="then run the solution notebooks (all, or the NAMEs given, e.g. 04_pong) in full mode "
+                          "and commit their outputs")
 
     g = sub.add_parser("grade", help="grade submitted notebooks")
     g.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them (searched recursively)")
@@ -294,7 +297,7 @@ def cmd_eval(args) -> int:
 
 def cmd_notebooks(args) -> int:
     from .course.build import build
-    return build(check=args.check)
+    return build(check=args.check, execute=args.execute is not None, only=args.execute or None)
 
 
 def cmd_grade(args) -> int:

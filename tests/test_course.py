@@ -24,6 +24,31 @@ def test_committed_notebooks_are_what_the_build_writes():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_solutions_are_committed_executed_in_full_mode():
+    """A self-learner sees every curve and number without running anything: each solution ran
+    top to bottom in full mode (``python -m es notebooks --execute``) without an error."""
+    import nbformat
+    for name in NOTEBOOKS:
+        nb = nbformat.read(str(ROOT / "solutions" / f"{name}.ipynb"), 4)
+        assert nb.metadata.get("es_course_run", {}).get("mode") == "full", f"{name}: not executed"
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.execution_count for c in code), f"{name}: a cell did not run"
+        assert not [o for c in code for o in c.outputs if o.output_type == "error"], f"{name}: a cell failed"
+
+
+def test_check_compares_sources_not_outputs(tmp_path):
+    path, text = next((p, t) for p, t in build.outputs().items() if p.parent == build.SOLUTION)
+    executed = nbformat.reads(text, as_version=4)
+    cell = [c for c in executed.cells if c.cell_type == "code"][-1]
+    cell.outputs, cell.execution_count = [nbformat.v4.new_output("stream", text="a result\n")], 7
+    executed.metadata["es_course_run"] = {"mode": "full", "seconds": 1.0}
+    (tmp_path / "nb.ipynb").write_text(build.render(executed))
+    assert build._same_source(tmp_path / "nb.ipynb", text)
+    cell.source += "\nprint('edited by hand')"
+    (tmp_path / "nb.ipynb").write_text(build.render(executed))
+    assert not build._same_source(tmp_path / "nb.ipynb", text)
+
+
 def test_a_kernel_started_in_notebooks_imports_this_checkout():
     """Jupyter starts a notebook's kernel in the notebook's folder, where `es` is not on the path:
     it must come from `pip install -r requirements.txt` (an editable install of this checkout)."""
@@ -64,7 +89,8 @@ def test_every_check_belongs_to_a_notebook():
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_solutions_score_full_marks(name):
-    res = grade(ROOT / "solutions" / f"{name}.ipynb", cell_timeout=600)
+    # 04's agent is solutions/pong-run, trained under the identifier "reference"
+    res = grade(ROOT / "solutions" / f"{name}.ipynb", cell_timeout=600, student="reference")
     assert res["total"] == res["max"] > 0, json.dumps(res["checks"], indent=1)
 
 

@@ -24,7 +24,8 @@ Both carry nbgrader cell metadata (``nbgrader_metadata``): a cell with a solutio
 a solution cell; a cell that is one call ``check.NAME(...)`` is an autograded cell with
 ``grade_id`` NAME and the check's points, so nbgrader's totals are ``python -m es grade``'s;
 every other cell is locked. ``--check`` exits non-zero when the committed notebooks differ
-from what the build writes.
+from what the build writes (outputs aside: the solutions are committed executed, by
+``--execute``, and keep their outputs while their source is unchanged).
 """
 from __future__ import annotations
 
@@ -135,13 +136,32 @@ def outputs() -> dict[Path, str]:
     return out
 
 
-def build(check: bool = False, log=print) -> int:
+def without_outputs(text: str) -> str:
+    """A notebook's text with outputs, execution counts and the run record removed: what the
+    build writes, for comparing an executed solution with its source."""
+    import nbformat
+    nb = nbformat.reads(text, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("es_course_run", None)
+    return render(nb)
+
+
+def _same_source(path: Path, text: str) -> bool:
+    return path.exists() and without_outputs(path.read_text()) == text
+
+
+def build(check: bool = False, log=print, execute: bool = False, only=None) -> int:
+    """Write (or with ``check``, compare) every notebook. A solution notebook committed with its
+    outputs keeps them while its source is unchanged; ``--execute`` runs the solutions in full
+    (not fast) mode and commits their outputs (``only``: the names to run)."""
     files = outputs()
     if not files:
         log(f"no notebook sources in {SOURCES}")
         return 1
     if check:
-        stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
+        stale = [p for p, text in files.items() if not _same_source(p, text)]
         for p in stale:
             log(f"out of date: {p.relative_to(ROOT)} (run: python -m es notebooks)")
         if not stale:
@@ -149,6 +169,37 @@ def build(check: bool = False, log=print) -> int:
         return 1 if stale else 0
     for p, text in files.items():
         p.parent.mkdir(exist_ok=True)
+        if p.parent == SOLUTION and _same_source(p, text):
+            continue                    # executed outputs of an unchanged source stay
+        if p.parent == SOLUTION and p.exists() and '"output_type"' in p.read_text():
+            log(f"{p.relative_to(ROOT)}: source changed, outputs dropped (python -m es notebooks --execute)")
         p.write_text(text)
     log(f"wrote {len(files)} notebooks to {STUDENT.relative_to(ROOT)}/ and {SOLUTION.relative_to(ROOT)}/")
+    if execute:
+        for p in sorted(q for q in files if q.parent == SOLUTION and (only is None or q.stem in only)):
+            execute_solution(p, log)
     return 0
+
+
+def execute_solution(path: Path, log=print, timeout: int = 7200) -> float:
+    """Run one solution notebook top to bottom in full mode, in its folder, and write it back
+    with its outputs and ``es_course_run`` (seconds, ok). Raises if a cell fails."""
+    import os
+    import time
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.read(str(path), as_version=4)
+    metadata = dict(nb.metadata)        # the kernel's version details would change it on every machine
+    env_fast = os.environ.pop("ES_COURSE_FAST", None)
+    t0 = time.perf_counter()
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        if env_fast is not None:
+            os.environ["ES_COURSE_FAST"] = env_fast
+    seconds = time.perf_counter() - t0
+    nb.metadata = nbformat.from_dict({**metadata, "es_course_run": {"mode": "full", "seconds": round(seconds, 1)}})
+    path.write_text(render(nb))
+    log(f"executed {path.relative_to(ROOT)} in {seconds:.0f} s")
+    return seconds
