@@ -47,6 +47,13 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 # dominate. OpenAI's ES replaces each return by its *rank*, scaled to `[-0.5, 0.5]`: the worst
 # member gets -0.5, the best +0.5, and the weights sum to zero. Tied returns share the mean of
 # their ranks.
+#
+# <details><summary>Hint: from returns to ranks</summary>
+#
+# `np.argsort(x)` gives the *indices* that sort `x`, not each element's rank: the ranks are
+# `ranks[order] = np.arange(n)`. Then each group of equal returns gets its mean rank, and
+# `ranks / (n - 1) - 0.5` spans `[-0.5, 0.5]`.
+# </details>
 
 # %%
 def centered_ranks(returns):
@@ -72,6 +79,12 @@ check.centered_ranks(centered_ranks)
 # `noise` is `(population, dim)`, `weights` the shaped returns `(population,)`. Keep the
 # `1 / sigma`: without it the step size silently changes whenever you change `sigma` (OpenAI's
 # starter drops it; its users reported it).
+#
+# <details><summary>Hint: one matrix product</summary>
+#
+# The estimate is `1 / (n sigma) * sum_i w_i eps_i`: with `noise` as rows, that sum is
+# `noise.T @ weights`.
+# </details>
 
 # %%
 def es_gradient(noise, weights, sigma):

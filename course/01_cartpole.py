@@ -44,6 +44,12 @@ def center_returns(center, episode_seeds):
 # Draw `population // 2` noise vectors from the generator you are given and mirror them:
 # member `2k` gets `+eps_k`, member `2k + 1` gets `-eps_k`. Never use `np.random.*` directly:
 # all randomness comes from explicit generators built from seeds.
+#
+# <details><summary>Hint: interleaving</summary>
+#
+# Draw `half = rng.standard_normal((population // 2, dim))` once; `out[0::2] = half` and
+# `out[1::2] = -half` put each pair side by side.
+# </details>
 
 # %%
 def antithetic_noise(rng, population, dim):
@@ -63,6 +69,14 @@ check.antithetic_noise(antithetic_noise)
 #
 # `state` is `None` on the first call; return the new parameters and the state to pass next
 # time. Betas 0.9 and 0.999, epsilon 1e-8, with bias correction.
+#
+# <details><summary>Hint: the three lines of Adam</summary>
+#
+# `m = 0.9 m + 0.1 g`, `v = 0.999 v + 0.001 g**2`, then the step
+# `lr * sqrt(1 - 0.999**t) / (1 - 0.9**t) * m / (sqrt(v) + 1e-8)` with `t` counting from 1
+# (the bias corrections of m and v folded into the step size, as in Kingma and Ba's paper).
+# *Ascent*: add the step.
+# </details>
 
 # %%
 def adam_update(theta, grad, state, lr):
@@ -95,6 +109,14 @@ check.adam_update(adam_update)
 # defined here. The gradient is one line, `noise.T @ weights / (population * sigma)`: write it
 # inline (or paste your function from 00). z-scored returns are
 # `(returns - returns.mean()) / (returns.std() + 1e-8)`.
+#
+# <details><summary>Hint: one generation</summary>
+#
+# `noise = antithetic_noise(rng, population, dim)`; `returns = cartpole_returns(center +
+# sigma * noise, start)` with one `start` drawn from `rng` per generation; z-score them;
+# `center += lr * noise.T @ z / (population * sigma)`. Every draw comes from `rng`, made
+# from `seed`, so the same seed gives the same parameters.
+# </details>
 
 # %%
 def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=None):

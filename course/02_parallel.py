@@ -72,6 +72,13 @@ check.member_noise(member_noise)
 # Split the population into `n_jobs` contiguous chunks, evaluate them with joblib, and put
 # the returns back in member order. Only integers and the center go to the workers; only
 # returns come back.
+#
+# <details><summary>Hint: chunk bounds</summary>
+#
+# `np.linspace(0, population, n_jobs + 1).astype(int)` gives `n_jobs + 1` edges that cover
+# every member once, remainder included; `Parallel(n_jobs=n_jobs)(delayed(evaluate_members)(...,
+# a, b) for a, b in zip(edges[:-1], edges[1:]))` returns the chunks in that order.
+# </details>
 
 # %%
 def evaluate_members(center, sigma, seed, generation, first, end):

@@ -132,7 +132,8 @@ if FAST:   # the grader's fast mode: a short loop in memory, to see it run; RUN_
     run = es.train(demo, student_problem(demo, head=batched_policy), final_eval=False)
     print("fast mode:", [round(m["pop_mean"], 2) for m in run.metrics])
 else:
-    verdict, seconds, generations = train_until_beats_random(config, RUN_DIR, student_problem(config, batched_policy))
+    verdict, seconds, generations = train_until_beats_random(config, RUN_DIR, student_problem(config, batched_policy),
+                                                             progress=True)
     print(f"{generations} generations, {seconds / 60:.1f} minutes of training: {verdict}")
 
 # %% [markdown]
