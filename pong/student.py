@@ -117,7 +117,7 @@ def beats_random(params, first_seed: int = 0, games: int = GAMES, n_jobs: int = 
     jobs = [(params, seeds)] + ([] if cached is not None else [(None, seeds)])
     if n_jobs > 1 and len(jobs) > 1:
         from joblib import Parallel, delayed
-        results = Parallel(n_jobs=2)(delayed(_play)(j) for j in jobs)
+        results = Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_play)(j) for j in jobs)
     else:
         results = [_play(j) for j in jobs]
     agent = results[0]
@@ -138,14 +138,14 @@ def train_until_beats_random(config, run_dir, problem=None, *, check_every: int 
     from es.train import _read_metrics, make_evaluator
     run_dir = Path(run_dir)
     verdict, total = None, int(config.generations)
-    problem = problem if problem is not None else student_problem(config)
-    evaluator = make_evaluator(config, problem)   # one for every stretch: its worker processes stay up
     passed = run_dir / "beats_random.json"      # the first passing checkpoint's verdict: done
     if passed.exists() and json.loads(passed.read_text()).get("generation") == _generations_done(run_dir):
         rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
         verdict = Verdict(**{k: v for k, v in json.loads(passed.read_text()).items() if k != "generation"})
         print(f"{run_dir} already holds an agent that beats random: {verdict}")
         return verdict, rows[-1]["train_seconds"], len(rows)
+    problem = problem if problem is not None else student_problem(config)
+    evaluator = make_evaluator(config, problem)   # one for every stretch: its worker processes stay up
     try:
         while True:
             done = _generations_done(run_dir)
