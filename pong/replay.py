@@ -89,10 +89,11 @@ def load_run(run_dir, student_id: str):
         except ValueError:
             raise RunRejected(f"metrics.jsonl line {n + 1} is not JSON") from None
         r = row.get("returns") if isinstance(row, dict) else None
-        if row.get("generation") != n or not isinstance(r, list) or len(r) != config.population \
+        if not isinstance(r, list) or row.get("generation") != n or len(r) != config.population \
                 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r):
             raise RunRejected(f"metrics.jsonl line {n + 1} is not generation {n} with {config.population} returns")
         returns.append(np.array(r, dtype=np.float64))
+    _read(run_dir / "checkpoint.npz", "the trained parameters")    # exists, and is not huge
     try:
         center, meta, opt = load_checkpoint(run_dir / "checkpoint.npz")
     except ESError as exc:

@@ -154,3 +154,17 @@ def test_graded_submission_replays_and_is_judged_on_unseen_games(alice_run, tmp_
     msg = {who: next(r for r in res["checks"] if r["name"] == "pong_agent")["message"] for who, res in results.items()}
     assert "your run replays, but its agent does not beat random yet" in msg["alice"], msg["alice"]
     assert "not bob's" in msg["bob"] and results["bob"]["total"] == 0, msg["bob"]
+
+
+def test_broken_run_files_are_rejected_not_crashed_on(alice_run, tmp_path):
+    run = copy_run(alice_run, tmp_path / "run")
+    good = (run / "metrics.jsonl").read_text()
+    for text, match in (("[1, 2]\n", "is not generation 0"), ("{oops\n", "is not JSON"),
+                        (good.splitlines()[0] + "\n", "records 1 generations")):
+        (run / "metrics.jsonl").write_text(text)
+        rejected(run, "alice", match)
+    (run / "metrics.jsonl").write_text(good)
+    (run / "checkpoint.npz").write_bytes(b"PK\x03\x04 truncated")
+    rejected(run, "alice", "corrupt")
+    (run / "checkpoint.npz").unlink()
+    rejected(run, "alice", "no checkpoint.npz")
