@@ -171,7 +171,7 @@ MISTAKES = [
     ("03_redis", 'if res["generation"] != generation or chunk not in queued_at:', "if chunk not in wanted:", "gather",
      "drop results of another generation"),
     ("03_redis", """in_queue = {f"{job['a']}:{job['b']}" for job in map(json.loads, r.lrange("es:jobs", 0, -1))}""",
-     "in_queue = set()", "gather", "still waiting in es:jobs"),
+     "in_queue = set()", "gather", "still waited in es:jobs"),
     ("04_pong", AREA, AREA.replace(".astype(np.float32)", ""), "downsample", "float32"),
     ("04_pong", AREA, AREA.replace(" / 255)", ".T / 255)"), "downsample",
      "transposed"),
@@ -204,7 +204,7 @@ def planted(tmp_path, name, pairs):
     """The solution with a student's mistakes: each old text (in one cell) becomes the new one."""
     nb = nbformat.read(str(ROOT / "solutions" / f"{name}.ipynb"), 4)
     for o, n in pairs:
-        hits = [c for c in nb.cells if o in c.source]
+        hits = [c for c in nb.cells if c.cell_type == "code" and o in c.source]
         assert len(hits) == 1, f"{o!r} not found in exactly one cell of {name}"
         hits[0].source = hits[0].source.replace(o, n)
     path = tmp_path / f"{name}.ipynb"

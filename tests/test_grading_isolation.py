@@ -21,7 +21,7 @@ def submission(tmp_path, extra_cells=(), replace=None, name="00_es_from_scratch.
     nb = nbformat.read(str(SOLUTION), 4)
     if replace:
         old, new = replace
-        [cell] = [c for c in nb.cells if old in c.source]
+        [cell] = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
         cell.source = cell.source.replace(old, new)
     nb.cells.extend(nbformat.v4.new_code_cell(src) for src in extra_cells)
     path = tmp_path / name

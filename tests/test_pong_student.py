@@ -13,8 +13,9 @@ import pytest
 from es.checkpoint import load_checkpoint, save_checkpoint
 from es.course.grade import _grader_side, grade, student_of
 from es.course.check import CheckFailed
+from es.play import mean_ci95
 from pong.replay import RunRejected, strategy_for, verify_run
-from pong.student import beats_random, interval, student_config, student_problem, student_seed, \
+from pong.student import Verdict, beats_random, interval, student_config, student_problem, student_seed, \
     train_until_beats_random
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,9 +137,16 @@ def test_the_grader_decides_identity_and_keeps_run_dirs_inside_the_submission(tm
 
 def test_the_evaluation_rule_needs_disjoint_intervals():
     lo, hi = interval([-20, -21, -20, -21])
-    assert lo < -20.5 < hi
-    v = beats_random(load_checkpoint(ROOT / "pong" / "agent.npz")[0], first_seed=0, games=4)
-    assert v.beats_random and v.agent_ci[0] > v.random_ci[1] and "beats random" in str(v)
+    assert lo < -20.5 < hi and (lo, hi) == tuple(mean_ci95([-20, -21, -20, -21])[2])   # es eval's interval
+    rand = [-20.0, -21.0] * 10
+
+    def verdict(agent):
+        return Verdict(float(np.mean(agent)), interval(agent), float(np.mean(rand)), interval(rand), (0, 19),
+                       agent, rand)
+    assert verdict([-18.0, -19.0] * 10).beats_random                  # intervals apart
+    assert not verdict([-17.0, -21.0] * 10).beats_random              # a better mean, overlapping intervals
+    played = beats_random(np.zeros(3528, dtype=np.float32), first_seed=5, games=2)   # the plumbing, real games
+    assert played.seeds == (5, 6) and len(played.agent_scores) == len(played.random_scores) == 2
 
 
 def test_graded_submission_replays_and_is_judged_on_unseen_games(alice_run, tmp_path):

@@ -433,7 +433,7 @@ def gather(fn, rng):
             # have checks of their own: a mistake there costs those points, not these too.
             out, raised = _observe(fn, server.master_url, workers.generation, [list(b) for b in workers.bounds],
                                    lease, 15.0, reference=["decode_result", "chunks_to_requeue"])["value"], None
-        except CheckFailed:
+        except (CheckFailed, NotImplementedError):
             raise
         except Exception as exc:     # diagnosed below, from what the workers saw
             out, raised = None, exc
@@ -452,16 +452,13 @@ def gather(fn, rng):
         if given[workers.chunk_of(fault)] < 2:
             _fail(f"gather: chunk {workers.chunk_of(fault)} was never handed out again: {why} (use chunks_to_requeue "
                   "when no result arrives within the poll)")
-    lost = {workers.chunk_of("dies_with_lease"), workers.chunk_of("dies_without_lease")}
-    slow = workers.chunk_of("slow")
-    again = [c for c, n in given.items() if c != slow and n > (2 if c in lost else 1)]
-    if again:
-        _fail(f"gather: chunk {again[0]} was handed out {given[again[0]]} times; a chunk still waiting in es:jobs "
-              "must not be pushed again (pass the queued chunks to chunks_to_requeue), and a requeued chunk's "
-              "queued_at becomes now")
-    if given[slow] > 1:
-        _fail(f"gather: chunk {slow} was handed out again while its worker was alive and renewing its lease; read "
-              "the leases from es:leases before deciding")
+    if workers.queued_twice:
+        chunk = sorted(workers.queued_twice)[0]
+        _fail(f"gather: chunk {chunk} was pushed again while a copy still waited in es:jobs; pass the queued "
+              "chunks to chunks_to_requeue, and set a requeued chunk's queued_at to now")
+    if workers.requeued_live:
+        _fail(f"gather: chunk {workers.chunk_of('slow')} was handed out again while its worker was alive and "
+              "renewing its lease; read the leases from es:leases before deciding")
     if said is not None:
         _fail(f"gather: raised {said[:200]}")
     if not isinstance(out, (tuple, list)) or len(out) != 2:
