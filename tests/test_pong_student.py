@@ -144,8 +144,8 @@ def test_the_evaluation_rule_needs_disjoint_intervals():
         return Verdict(float(np.mean(agent)), interval(agent), float(np.mean(rand)), interval(rand), (0, 19),
                        agent, rand)
     assert verdict([-18.0, -19.0] * 10).beats_random                  # intervals apart
-    assert not verdict([-17.0, -21.0] * 10).beats_random              # a better mean, overlapping intervals
-    played = beats_random(np.zeros(3528, dtype=np.float32), first_seed=5, games=2)   # the plumbing, real games
+    assert not verdict([-10.0] + [-21.0] * 19).beats_random           # a better mean, overlapping intervals
+    played = beats_random(student_problem(student_config("x")).initial_params(0), first_seed=5, games=2)   # real games
     assert played.seeds == (5, 6) and len(played.agent_scores) == len(played.random_scores) == 2
 
 
