@@ -69,6 +69,16 @@ def make_evaluator(config: ESConfig, problem):
     return LocalEvaluator(problem)
 
 
+def make_strategy(config: ESConfig, center: np.ndarray, num_params: int):
+    """(OpenES, its optimizer) of ``config`` from ``center``: what a run is built from, so
+    anything that replays a run (``pong.replay``) builds it the same way."""
+    optimizer = make_optimizer(config.optimizer, num_params, config.learning_rate, config.momentum,
+                               config.weight_decay)
+    strategy = OpenES(center, optimizer, population=config.population, sigma=config.sigma, seed=config.seed,
+                      antithetic=config.antithetic, shaping=SHAPINGS[config.shaping], noise_scheme=config.noise)
+    return strategy, optimizer
+
+
 def _initial_center(config: ESConfig, problem, resume: bool) -> np.ndarray:
     """The problem's seeded initialisation, or the parameters of ``config.init`` (a checkpoint or
     shipped agent) for a run that fine-tunes, e.g. with longer episodes. Its hash is recorded
@@ -123,11 +133,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     if run_dir is not None:
         _prepare_run_dir(run_dir, resume)
     problem = problem if problem is not None else make_problem_for(config)
-    optimizer = make_optimizer(config.optimizer, problem.num_params, config.learning_rate,
-                               config.momentum, config.weight_decay)
-    strategy = OpenES(_initial_center(config, problem, resume), optimizer, population=config.population,
-                      sigma=config.sigma, seed=config.seed, antithetic=config.antithetic,
-                      shaping=SHAPINGS[config.shaping], noise_scheme=config.noise)
+    strategy, optimizer = make_strategy(config, _initial_center(config, problem, resume), problem.num_params)
     state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}
     metrics: list[dict] = []
     if run_dir is not None and resume:

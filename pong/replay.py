@@ -106,16 +106,9 @@ def load_run(run_dir, student_id: str):
 
 def strategy_for(config):
     """(strategy, optimizer, problem) exactly as ``es.train`` builds them for a fresh run."""
-    from es.optimizers import make_optimizer
-    from es.shaping import SHAPINGS
-    from es.strategy import OpenES
-    from es.train import make_problem_for
+    from es.train import make_problem_for, make_strategy
     problem = make_problem_for(config, one_thread=False)
-    optimizer = make_optimizer(config.optimizer, problem.num_params, config.learning_rate, config.momentum,
-                               config.weight_decay)
-    strategy = OpenES(problem.initial_params(config.seed), optimizer, population=config.population,
-                      sigma=config.sigma, seed=config.seed, antithetic=config.antithetic,
-                      shaping=SHAPINGS[config.shaping], noise_scheme=config.noise)
+    strategy, optimizer = make_strategy(config, problem.initial_params(config.seed), problem.num_params)
     return strategy, optimizer, problem
 
 
