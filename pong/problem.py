@@ -44,9 +44,9 @@ class PongProblem:
         self._vecs: dict = {}
 
     @classmethod
-    def from_spec(cls, spec: dict) -> "PongProblem":
+    def from_spec(cls, spec: dict, head=None) -> "PongProblem":
         return cls(spec.get("policy"), spec.get("max_steps", 1000), spec.get("num_envs", 128), spec.get("threads", 0),
-                   tie_break=spec.get("tie_break"))
+                   head=head, tie_break=spec.get("tie_break"))
 
     @property
     def num_params(self) -> int:

@@ -65,8 +65,7 @@ def student_problem(config, head=None):
     if head is None:
         return problem
     from .problem import PongProblem
-    return PongProblem(problem.policy_spec, problem.max_steps, problem.num_envs, problem.threads, head=head,
-                       tie_break=problem.tie_break)
+    return PongProblem.from_spec(problem.spec(), head=head)
 
 
 @dataclass
@@ -139,9 +138,10 @@ def train_until_beats_random(config, run_dir, problem=None, *, check_every: int 
     run_dir = Path(run_dir)
     verdict, total = None, int(config.generations)
     passed = run_dir / "beats_random.json"      # the first passing checkpoint's verdict: done
-    if passed.exists() and json.loads(passed.read_text()).get("generation") == _generations_done(run_dir):
+    record = json.loads(passed.read_text()) if passed.exists() else {}
+    if record and record.pop("generation") == _generations_done(run_dir):
         rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
-        verdict = Verdict(**{k: v for k, v in json.loads(passed.read_text()).items() if k != "generation"})
+        verdict = Verdict(**record)
         print(f"{run_dir} already holds an agent that beats random: {verdict}")
         return verdict, rows[-1]["train_seconds"], len(rows)
     problem = problem if problem is not None else student_problem(config)
