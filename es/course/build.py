@@ -169,10 +169,12 @@ def build(check: bool = False, log=print, execute: bool = False, only=None) -> i
         return 1 if stale else 0
     for p, text in files.items():
         p.parent.mkdir(exist_ok=True)
-        if p.parent == SOLUTION and _same_source(p, text):
-            continue                    # executed outputs of an unchanged source stay
-        if p.parent == SOLUTION and p.exists() and '"output_type"' in p.read_text():
-            log(f"{p.relative_to(ROOT)}: source changed, outputs dropped (python -m es notebooks --execute)")
+        if p.parent == SOLUTION and p.exists():
+            committed = p.read_text()
+            if without_outputs(committed) == text:
+                continue                # executed outputs of an unchanged source stay
+            if '"output_type"' in committed:
+                log(f"{p.relative_to(ROOT)}: source changed, outputs dropped (python -m es notebooks --execute)")
         p.write_text(text)
     log(f"wrote {len(files)} notebooks to {STUDENT.relative_to(ROOT)}/ and {SOLUTION.relative_to(ROOT)}/")
     if execute:
