@@ -65,6 +65,13 @@ class PongProblem:
             spec["local_only"] = True   # holds a notebook's function: worker processes get this object itself
         return spec
 
+    def in_process(self) -> "PongProblem":
+        """The same problem with ALE stepping on every core: for a process that evaluates
+        every member itself. An episode's outcome does not depend on the thread count."""
+        if self.threads == 0:
+            return self
+        return PongProblem.from_spec({**self.spec(), "threads": 0}, head=self.policy.head_fn)
+
     def __getstate__(self):   # vector envs stay behind; each process builds its own
         return {**self.__dict__, "_vecs": {}}
 
