@@ -9,14 +9,17 @@ the 1000-step cap, as in 370 of the 387 generations of the shipped run) and a fr
 (``fresh_ratio_vs_bare``; generation 0, where games end after ~820 steps on average while
 the longest runs 1000). The episodes queue for a few game slots (three rounds of episodes
 per slot, ``PongProblem.slots_for``) stepped in two alternating batches, so a slot whose game
-ends takes the next episode instead of idling.
+ends takes the next episode instead of idling. ``workers_ratio_vs_bare``: the trained
+agent's generations through two worker processes on one ALE thread each, the other way
+``es train pong --workers 2`` may choose (the in-process way is ``ratio_vs_bare``'s, on every
+core since the evaluator uses ``PongProblem.in_process()``).
 
 The reference ("bare") is the vector env stepping one game per episode (65 games) with a
 constant action, synchronously: what the ratio meant before, when training used that
 layout. ``*_vs_bare_async`` divides instead by the same env in the async layout training now
 uses, with a constant action: the emulator's ceiling here. The machine's load drifts, so the
 measurements run in ``--rounds`` interleaved rounds (bare, trained generation, fresh
-generation, bare async) and each ratio is the median of its per-round ratios.
+generation, trained generation on workers, bare async) and each ratio is the median of its per-round ratios.
 
     python benchmarks/pong.py [--num-envs 128] [--checkpoint pong/agent.npz] [--rounds 3]
 """
@@ -33,6 +36,7 @@ import es  # noqa: E402
 from es import noise  # noqa: E402
 from es.evaluators import LocalEvaluator  # noqa: E402
 from es.optimizers import Adam  # noqa: E402
+from es.parallel import ParallelEvaluator  # noqa: E402
 from es.strategy import OpenES  # noqa: E402
 from es.train import one_blas_thread  # noqa: E402
 from pong.env import make_pong_vector  # noqa: E402
@@ -75,10 +79,11 @@ def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> flo
     return (time.perf_counter() - t0) / (repeats * rows) * 1e6
 
 
-def es_generations(problem, center, population: int, generations: int):
-    """(env steps, seconds, longest episode) of ``generations`` ES generations from ``center``."""
+def es_generations(problem, center, population: int, generations: int, evaluator=None):
+    """(env steps, seconds, longest episode) of ``generations`` ES generations from ``center``
+    (in this process, or through ``evaluator``)."""
     strategy = OpenES(center, Adam(problem.num_params, 0.01), population=population, sigma=0.05, seed=0)
-    evaluator = LocalEvaluator(problem)
+    evaluator = evaluator or LocalEvaluator(problem)
     steps, seconds, longest = 0, 0.0, 0
     for g in range(generations):
         seeds = noise.episode_seeds(0, g + 1, 1)
@@ -110,12 +115,19 @@ def main():
         wide = min(args.num_envs, episodes)
         trained = es.checkpoint.load_checkpoint(args.checkpoint)[0]
         fresh = problem.initial_params(0)
+        # What `es train pong --workers 2` does when its workers win the choice: two processes,
+        # each stepping its half of the games on one ALE thread (warmed up before timing).
+        one_thread = PongProblem(num_envs=args.num_envs, threads=1)
+        workers = ParallelEvaluator(one_thread, workers=2, adaptive=False)
+        es_generations(one_thread, fresh, args.population, 1, workers)
         for _ in range(args.rounds):
             r = {"bare": bare(wide, 5.0)}
             r["trained"] = es_generations(problem, trained, args.population, args.generations)
             r["fresh"] = es_generations(problem, fresh, args.population, args.generations)
+            r["workers"] = es_generations(one_thread, trained, args.population, args.generations, workers)
             r["bare_async"] = bare(slots, 5.0, batch)
             rounds.append(r)
+        workers.close()
         problem.close()
         dense, conv = PongDensePolicy(), PongConvPolicy()
         forward = {"dense_params": dense.num_params, "dense_us_per_observation": policy_us_per_observation(dense),
@@ -136,6 +148,8 @@ def main():
         "ratio_vs_bare": median(lambda r: rate(r, "trained") / r["bare"]),
         "ratio_vs_bare_async": median(lambda r: rate(r, "trained") / r["bare_async"]),
         "seconds_per_generation": median(lambda r: r["trained"][1] / args.generations),
+        "workers_es_steps_per_s": median(lambda r: rate(r, "workers")),
+        "workers_ratio_vs_bare": median(lambda r: rate(r, "workers") / r["bare"]),
         "mean_episode_steps": rounds[0]["trained"][0] / n_episodes,
         "fresh_es_steps_per_s": median(lambda r: rate(r, "fresh")),
         "fresh_ratio_vs_bare": median(lambda r: rate(r, "fresh") / r["bare"]),
