@@ -19,7 +19,8 @@ constant action, synchronously: what the ratio meant before, when training used 
 layout. ``*_vs_bare_async`` divides instead by the same env in the async layout training now
 uses, with a constant action: the emulator's ceiling here. The machine's load drifts, so the
 measurements run in ``--rounds`` interleaved rounds (bare, trained generation, fresh
-generation, trained generation on workers, bare async) and each ratio is the median of its per-round ratios.
+generation, trained generation on workers, bare async) and each ratio is the median of its
+per-round ratios.
 
     python benchmarks/pong.py [--num-envs 128] [--checkpoint pong/agent.npz] [--rounds 3]
 """
