@@ -139,7 +139,7 @@ def train_until_beats_random(config, run_dir, problem=None, *, check_every: int 
     verdict, total = None, int(config.generations)
     passed = run_dir / "beats_random.json"      # the first passing checkpoint's verdict: done
     record = json.loads(passed.read_text()) if passed.exists() else {}
-    if record and record.pop("generation") == _generations_done(run_dir):
+    if record and record.pop("generation", None) == _generations_done(run_dir):
         rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
         verdict = Verdict(**record)
         print(f"{run_dir} already holds an agent that beats random: {verdict}")

@@ -176,3 +176,13 @@ def test_broken_run_files_are_rejected_not_crashed_on(alice_run, tmp_path):
     rejected(run, "alice", "corrupt")
     (run / "checkpoint.npz").unlink()
     rejected(run, "alice", "no checkpoint.npz")
+
+
+def test_a_passed_record_without_its_generation_is_not_trusted_and_does_not_crash(tmp_path):
+    """beats_random.json names the checkpoint that passed; one without that (edited, or from an
+    older layout) proves nothing, so the run goes on as if it were absent."""
+    (tmp_path / "beats_random.json").write_text(json.dumps({"agent_mean": 0.0, "beats_random": True}) + "\n")
+    config = student_config("x")
+    config.generations = 0                      # nothing left to train: returns at once
+    assert train_until_beats_random(config, tmp_path) == (None, 0.0, 0)
+    assert config.generations == 0
