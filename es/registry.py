@@ -19,6 +19,11 @@ checkout's ``pyproject.toml`` declares ``pong``) and ``$ES_PLUGINS`` (comma-sepa
 ``module:function``), loaded once, on first need. A problem kind's ``validate_spec`` is what a
 worker runs on a spec that came over the network before building anything: raise
 ``ValueError`` with the reason.
+
+``make_problem(config, one_thread)``: with ``one_thread`` the problem is built for one of
+several worker processes (Pong steps its games on one ALE thread). Such a problem may offer
+``in_process()``, the same problem for a process that evaluates every member itself: the
+parallel evaluator's in-process generations use it, so that they run on every core.
 """
 from __future__ import annotations
 
