@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: max(60 s, 5x the slowest chunk so far))")
     t.add_argument("--spot-checks", type=int, default=None,
                    help="redis: members the master replays itself each generation to catch lying workers "
-                        "(default: one per 64 members, at least one, at most one per chunk)")
+                        "(default: one per 64 members, at least one, at most one per chunk), plus one member "
+                        "of each worker's first result; 0 turns both off")
     t.add_argument("--chunks", type=int, default=None,
                    help="redis/dask: chunks per generation (default: 8 for redis, 4 per worker for dask)")
     t.add_argument("--dask", default=None, metavar="ADDRESS",

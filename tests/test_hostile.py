@@ -397,6 +397,45 @@ def test_a_worker_that_always_lies_is_banned_and_cannot_solve_the_run(server):
                                                                                       .metrics)
 
 
+def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(server):
+    """The master's worst luck: a lie pushed for a chunk that none of generation 0's spot checks
+    lands in (the test tells the liar where they landed). Before probation it entered the update
+    whenever the liar's chunks all missed the spot checks (CI saw the always-liar test diverge
+    so); now a worker's first result is replayed wherever the spot checks are."""
+    cfg = small(population=256, generations=3)
+    c = Cluster(server, cfg, start_workers=False)
+    landed = []
+    real = c.ev._spot_check
+
+    def spied(task, seeds, bounds):
+        out = real(task, seeds, bounds)
+        landed.append((task.generation, set(out)))
+        return out
+    c.ev._spot_check = spied
+    liar = b"\x1e" * 8
+
+    def attack(rec):
+        deadline = time.time() + 30
+        while not landed and time.time() < deadline:
+            time.sleep(0.002)
+        g, checked = landed[0]
+        assert g == 0
+        a, b = next((a, b) for a, b in chunk_bounds(cfg.population, CHUNKS)[:-1]
+                    if not any(a <= m < b for m in checked))
+        c.rogue.rpush(P.RESULTS, P.encode_result(liar, rec["run"].decode(), rec["nonce"].decode(),
+                                                 P.task_digest(rec), 0, a, np.full(b - a, 500.0),
+                                                 np.full(b - a, 500, np.uint32), None))
+        time.sleep(0.3)
+        c.start_workers()
+    t = c.during(0, attack)
+    result = c.train()
+    t.join()
+    assert_identical(result, cfg)
+    assert liar.hex() in c.ev.banned and len(c.ev.banned) == 1, c.ev.banned
+    assert not [e for e in c.ev.accepted if e[2] == liar.hex()]
+    assert c.logged("probation") and result.metrics[0]["probation_checks"] >= 1
+
+
 def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
     """With a spot check in every chunk, the first lie is caught and never enters an update;
     the run equals the single-process run."""

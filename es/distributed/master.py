@@ -15,8 +15,10 @@ Lying workers: evaluation is a pure function of (parameters, seed), so the maste
 few members itself every generation (``spot_checks``, default one per 64 members, chosen with a generator seeded from
 ``secrets`` so no worker can predict them) and compares bit for bit. On a mismatch the
 worker is banned for the rest of the run, all its results of the generation are discarded
-and their chunks requeued. A center return that would stop the run at its goal is replayed
-too before it is believed.
+and their chunks requeued. A worker id is on probation until one of its results has passed
+a replay: its first result is replayed wherever the spot checks landed, so a worker that
+always lies never enters an update. A center return that would stop the run at its goal is
+replayed too before it is believed.
 """
 from __future__ import annotations
 
@@ -69,6 +71,7 @@ class RedisEvaluator:
         self.run = secrets.token_hex(8)              # new for every master process
         self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable spot checks
         self.banned: dict = {}                       # worker id -> reason
+        self.vouched: set = set()                    # worker ids whose results have passed a replay
         self.counts = dict.fromkeys(("dropped", "stale", "banned_results", "errors", "repaired"), 0)   # per generation
         self.accepted: list = []     # (generation, chunk id, worker, returns digest) of every result used
         self._slowest = 0.0                          # seconds from queueing to result, slowest chunk so far
@@ -130,7 +133,7 @@ class RedisEvaluator:
         done: dict = {}                      # chunk id -> worker
         errors: dict = {}                    # chunk id -> [messages]
         center = None
-        requeued, discarded, last_check, last_news = 0, 0, 0.0, time.monotonic()
+        requeued, discarded, probation, last_check, last_news = 0, 0, 0, 0.0, time.monotonic()
         waited_since = time.monotonic()
         while len(done) < len(chunk_of):
             item = self._redis(self.link.client.blpop, P.RESULTS, timeout=0.5, key=P.RESULTS)
@@ -166,7 +169,11 @@ class RedisEvaluator:
                 if (jid == center_chunk) != (res["center"] is not None):
                     self._drop(f"chunk {jid} {'lacks' if jid == center_chunk else 'has'} a center return")
                     continue
-                lie = self._compare(replay.checks(), a, b, res)
+                checks = replay.checks()
+                if self._on_probation(res["worker"]) and not any(a <= m < b for m in checks):
+                    checks = {**checks, **self._probation_check(task, seeds, a, b, res["worker"])}
+                    probation += 1
+                lie = self._compare(checks, a, b, res)
                 if lie is not None:
                     lost = [j for j, w in done.items() if w == res["worker"]]
                     self.banned[res["worker"]] = lie
@@ -180,6 +187,8 @@ class RedisEvaluator:
                     self.accepted = [e for e in self.accepted if not (e[0] == g and e[2] == res["worker"])]
                     discarded += len(lost) + 1
                     continue
+                if any(a <= m < b for m in checks):
+                    self.vouched.add(res["worker"])   # it passed a replay: spot checks alone from now on
                 returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
                 if res["center"] is not None:
                     center = (*res["center"], res["worker"])
@@ -197,6 +206,7 @@ class RedisEvaluator:
                          f"{leases} being worked on; start workers with: python -m es worker --redis URL")
         checks = replay.checks()
         info = {"workers": len(set(done.values())), "requeued": requeued, "spot_checked": len(checks),
+                "probation_checks": probation,
                 "spot_check_seconds": replay.seconds,
                 "discarded": discarded, "banned": len(self.banned), **self.counts}
         self.counts = dict.fromkeys(self.counts, 0)
@@ -214,6 +224,19 @@ class RedisEvaluator:
         members = sorted(int(self._rng.integers(*bounds[i])) for i in picked)
         r, l, _, _ = evaluate_members(self.problem, task, members, seeds)
         return {m: (float(r[i]), int(l[i])) for i, m in enumerate(members)}
+
+    def _on_probation(self, worker: str) -> bool:
+        """A worker none of whose results has been replayed yet (unless spot checks are off)."""
+        return self.spot_checks != 0 and worker not in self.vouched
+
+    def _probation_check(self, task, seeds, a: int, b: int, worker: str) -> dict:
+        """One member of chunk [a, b) replayed here, picked unpredictably: the first result of
+        each worker id gets one, so a worker that always lies is banned before any of its
+        returns enters an update, whatever chunks the spot checks landed in."""
+        m = int(self._rng.integers(a, b))
+        r, l, _, _ = evaluate_members(self.problem, task, [m], seeds)
+        self.log(f"redis: replayed member {m} of worker {worker}'s first result (probation)")
+        return {m: (float(r[0]), int(l[0]))}
 
     @staticmethod
     def _compare(checks, a, b, res):
