@@ -414,22 +414,27 @@ def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(
     c.ev._spot_check = spied
     liar = b"\x1e" * 8
 
+    pushed = []
+
     def attack(rec):
-        deadline = time.time() + 30
-        while not landed and time.time() < deadline:
-            time.sleep(0.002)
-        g, checked = landed[0]
-        assert g == 0
-        a, b = next((a, b) for a, b in chunk_bounds(cfg.population, CHUNKS)[:-1]
-                    if not any(a <= m < b for m in checked))
-        c.rogue.rpush(P.RESULTS, P.encode_result(liar, rec["run"].decode(), rec["nonce"].decode(),
-                                                 P.task_digest(rec), 0, a, np.full(b - a, 500.0),
-                                                 np.full(b - a, 500, np.uint32), None))
-        time.sleep(0.3)
-        c.start_workers()
+        try:
+            deadline = time.time() + 30
+            while not landed and time.time() < deadline:
+                time.sleep(0.002)
+            g, checked = landed[0]
+            a, b = next((a, b) for a, b in chunk_bounds(cfg.population, CHUNKS)[:-1]
+                        if not any(a <= m < b for m in checked))
+            c.rogue.rpush(P.RESULTS, P.encode_result(liar, rec["run"].decode(), rec["nonce"].decode(),
+                                                     P.task_digest(rec), 0, a, np.full(b - a, 500.0),
+                                                     np.full(b - a, 500, np.uint32), None))
+            pushed.append(g)
+            time.sleep(0.3)
+        finally:
+            c.start_workers()   # whatever happened above, the run can finish
     t = c.during(0, attack)
     result = c.train()
     t.join()
+    assert pushed == [0], "the lie was not pushed during generation 0"
     assert_identical(result, cfg)
     assert liar.hex() in c.ev.banned and len(c.ev.banned) == 1, c.ev.banned
     assert not [e for e in c.ev.accepted if e[2] == liar.hex()]
