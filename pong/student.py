@@ -138,10 +138,8 @@ def train_until_beats_random(config, run_dir, problem=None, *, check_every: int 
     run_dir = Path(run_dir)
     verdict, total = None, int(config.generations)
     passed = run_dir / "beats_random.json"      # the first passing checkpoint's verdict: done
-    record = json.loads(passed.read_text()) if passed.exists() else {}
-    if record and record.pop("generation", None) == _generations_done(run_dir):
+    if (verdict := _recorded_verdict(passed, _generations_done(run_dir))) is not None:
         rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
-        verdict = Verdict(**record)
         print(f"{run_dir} already holds an agent that beats random: {verdict}")
         return verdict, rows[-1]["train_seconds"], len(rows)
     problem = problem if problem is not None else student_problem(config)
@@ -170,6 +168,24 @@ def train_until_beats_random(config, run_dir, problem=None, *, check_every: int 
         config.generations = total
     rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
     return verdict, (rows[-1]["train_seconds"] if rows else 0.0), len(rows)
+
+
+def _recorded_verdict(path: Path, generation: int) -> Verdict | None:
+    """The verdict recorded for the checkpoint at ``generation``, or None. A record of another
+    checkpoint, or one that is not a whole verdict (edited, truncated, an older layout), proves
+    nothing: the run goes on as if it were absent."""
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        if record.pop("generation", None) != generation:
+            return None
+        verdict = Verdict(**record)
+        str(verdict)                            # every field has the type the message needs
+        return verdict
+    except (OSError, ValueError, TypeError, AttributeError, IndexError, KeyError) as e:
+        print(f"{path} is not a whole verdict ({type(e).__name__}: {e}); training goes on as if it were absent")
+        return None
 
 
 def _generations_done(run_dir: Path) -> int:

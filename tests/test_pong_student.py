@@ -178,11 +178,19 @@ def test_broken_run_files_are_rejected_not_crashed_on(alice_run, tmp_path):
     rejected(run, "alice", "no checkpoint.npz")
 
 
-def test_a_passed_record_without_its_generation_is_not_trusted_and_does_not_crash(tmp_path):
-    """beats_random.json names the checkpoint that passed; one without that (edited, or from an
-    older layout) proves nothing, so the run goes on as if it were absent."""
-    (tmp_path / "beats_random.json").write_text(json.dumps({"agent_mean": 0.0, "beats_random": True}) + "\n")
+def test_a_passed_record_that_is_not_a_whole_verdict_is_not_trusted_and_does_not_crash(tmp_path):
+    """beats_random.json names the checkpoint that passed and its verdict; a record without its
+    generation, or one that is not a whole verdict (edited, truncated, an older layout), proves
+    nothing, so the run goes on as if it were absent instead of raising."""
     config = student_config("x")
     config.generations = 0                      # nothing left to train: returns at once
+    for record in ({"agent_mean": 0.0, "beats_random": True},                  # no generation
+                   {"generation": 0, "agent_mean": 0.0, "beats_random": True},  # not a whole verdict
+                   {"generation": 0, "agent_mean": "high", "agent_ci": 1, "random_mean": 0, "random_ci": 0,
+                    "seeds": 0, "agent_scores": 0, "random_scores": 0},          # fields of the wrong type
+                   [0]):                                                       # not an object
+        (tmp_path / "beats_random.json").write_text(json.dumps(record) + "\n")
+        assert train_until_beats_random(config, tmp_path) == (None, 0.0, 0), record
+    (tmp_path / "beats_random.json").write_text('{"generation": 0, "agent_mea')   # truncated
     assert train_until_beats_random(config, tmp_path) == (None, 0.0, 0)
     assert config.generations == 0
