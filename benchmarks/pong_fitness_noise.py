@@ -1,5 +1,5 @@
 """How much of a Pong generation's gradient is signal: the population of one generation around
-a checkpoint (antithetic, sigma 0.05, population 64, as in training) plays ``--games`` whole
+a checkpoint (antithetic, population 64 and ``--sigma`` 0.05 by default, as in training) plays ``--games`` whole
 games each, every member the same game seeds (common random numbers, as training does), and
 the ES gradient estimate (centered ranks, sum of w_i eps_i) is formed from each game alone
 and from the mean of half the games. Prints one JSON line.
@@ -15,7 +15,7 @@ and from the mean of half the games. Prints one JSON line.
   |n|^2): near 0 means the update is mostly noise, and averaging k games per member divides
   |n|^2 by about k.
 
-    python benchmarks/pong_fitness_noise.py [--checkpoint pong/agent.npz] [--games 4]
+    python benchmarks/pong_fitness_noise.py [--checkpoint pong/agent.npz] [--sigma 0.05] [--games 4]
 """
 import _common  # noqa: F401
 
