@@ -100,7 +100,6 @@ class ParallelEvaluator:
         self._parallel = Parallel(n_jobs=self.workers, backend="loky", max_nbytes=0)
         self._parallel.__enter__()
         self._timing = {"local": None, "parallel": None}
-        self._local = None   # the problem as this one process evaluates it: see _local_problem
         self._generations = 0
         self.mode = "parallel"
         self._announced = None
@@ -134,14 +133,8 @@ class ParallelEvaluator:
         return GenerationResult(r, l, cr, cl)
 
     def _local_problem(self):
-        """The problem for in-process generations. A problem built for worker processes may hold
-        each to one core (Pong steps its games on one ALE thread per worker); in-process, the
-        same problem would leave the other cores idle, and the choice between the two ways would
-        compare one core with all of them (Pong: 1,300 against 2,400 env steps/s on 2 cores).
-        ``problem.in_process()``, where a problem has it, gives the same episodes on every core."""
-        if self._local is None:
-            self._local = self.problem.in_process() if hasattr(self.problem, "in_process") else self.problem
-        return self._local
+        """The problem for in-process generations: the one the workers rebuild."""
+        return self.problem
 
     def _decide(self):
         """Take the faster way (per env step, both measured); say so when the choice changes."""
@@ -174,9 +167,6 @@ class ParallelEvaluator:
         return returns, lengths, out[-1][2], out[-1][3]
 
     def close(self):
-        if self._local is not None and self._local is not self.problem and hasattr(self._local, "close"):
-            self._local.close()
-        self._local = None
         if self._parallel is not None:
             self._parallel.__exit__(None, None, None)
             self._parallel = None

@@ -21,9 +21,7 @@ worker runs on a spec that came over the network before building anything: raise
 ``ValueError`` with the reason.
 
 ``make_problem(config, one_thread)``: with ``one_thread`` the problem is built for one of
-several worker processes (Pong steps its games on one ALE thread). Such a problem may offer
-``in_process()``, the same problem for a process that evaluates every member itself: the
-parallel evaluator's in-process generations use it, so that they run on every core.
+several worker processes (a problem with threads of its own should then use one).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 1024, 64, 256
 DEFAULTS = {"hidden": [],
             "train": {"population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
                       "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0,
-                      "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 128}}}
+                      "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 32}}}
 
 
 def validate_spec(spec: dict) -> None:
@@ -31,7 +31,7 @@ def validate_spec(spec: dict) -> None:
             raise ValueError(f"pong_conv channels must be two sizes in [1, {MAX_CHANNELS}]")
     if spec.get("tie_break") not in (None, "length"):
         raise ValueError("tie_break must be 'length' or absent")
-    for name, lo, hi, default in (("max_steps", 1, MAX_STEPS, 1000), ("num_envs", 1, MAX_NUM_ENVS, 128),
+    for name, lo, hi, default in (("max_steps", 1, MAX_STEPS, 1000), ("num_envs", 1, MAX_NUM_ENVS, 32),
                                   ("threads", 0, MAX_THREADS, 0)):
         v = spec.get(name, default)
         if not int_in(v, lo, hi):
@@ -42,9 +42,9 @@ def make_problem(config, one_thread: bool):
     from .problem import PongProblem
     policy = config.extra.get("policy", "dense")
     spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)}
-    # With several worker processes, each steps its games on one thread.
-    return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 128),
-                       threads=1 if one_thread else 0, tie_break=config.extra.get("tie_break"))
+    # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
+    return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
+                       tie_break=config.extra.get("tie_break"))
 
 
 def check_config(config) -> None:
@@ -52,7 +52,7 @@ def check_config(config) -> None:
         raise ESError(f"--policy must be dense or conv, got {config.extra.get('policy')!r}")
     if config.extra.get("tie_break") not in (None, "length"):
         raise ESError(f"tie_break must be 'length' or unset, got {config.extra.get('tie_break')!r}")
-    n = config.extra.get("num_envs", 128)
+    n = config.extra.get("num_envs", 32)
     if not int_in(n, 1, MAX_NUM_ENVS):
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
 
