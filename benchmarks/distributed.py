@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import redis  # noqa: E402
 
 import es  # noqa: E402
-from es import noise  # noqa: E402
+from es import seeding  # noqa: E402
 from es.distributed import protocol as P  # noqa: E402
 from es.distributed.master import RedisEvaluator  # noqa: E402
 from es.distributed.server import EmbeddedRedis  # noqa: E402
@@ -54,7 +54,7 @@ def run(problem, evaluator, population, sigma, generations, warmup=1):
                       sigma=sigma, seed=0, shaping=es.z_score)
     times = []
     for g in range(warmup + generations):
-        seeds = noise.episode_seeds(0, g, 1)
+        seeds = seeding.episode_seeds(0, g, 1)
         t0 = time.perf_counter()
         strategy.tell(evaluator.evaluate(strategy.ask(), seeds, seeds).returns)
         if g >= warmup:

@@ -16,7 +16,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from es.course.grade import main as grade  # noqa: E402
+from classroom.grade import main as grade  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MIX = ["00_es_from_scratch", "01_cartpole", "02_parallel", "03_redis", "05_extras"]

@@ -17,7 +17,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import es  # noqa: E402
-from es import noise  # noqa: E402
+from es import seeding  # noqa: E402
 from es.envs import EnvProblem  # noqa: E402
 from es.evaluators import LocalEvaluator  # noqa: E402
 from es.optimizers import SGD  # noqa: E402
@@ -30,7 +30,7 @@ def seconds_per_generation(problem, evaluator, population, sigma, generations, w
                       population=population, sigma=sigma, seed=0, shaping=es.z_score)
     times, steps = [], 0
     for g in range(warmup + generations):
-        seeds = noise.episode_seeds(0, g, 1)
+        seeds = seeding.episode_seeds(0, g, 1)
         t0 = time.perf_counter()
         res = evaluator.evaluate(strategy.ask(), seeds, seeds)
         strategy.tell(res.returns)

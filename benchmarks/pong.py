@@ -34,7 +34,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 import es  # noqa: E402
-from es import noise  # noqa: E402
+from es import seeding  # noqa: E402
 from es.evaluators import LocalEvaluator  # noqa: E402
 from es.optimizers import Adam  # noqa: E402
 from es.parallel import ParallelEvaluator  # noqa: E402
@@ -87,7 +87,7 @@ def es_generations(problem, center, population: int, generations: int, evaluator
     evaluator = evaluator or LocalEvaluator(problem)
     steps, seconds, longest = 0, 0.0, 0
     for g in range(generations):
-        seeds = noise.episode_seeds(0, g + 1, 1)
+        seeds = seeding.episode_seeds(0, g + 1, 1)
         t0 = time.perf_counter()
         res = evaluator.evaluate(strategy.ask(), seeds, seeds)
         strategy.tell(res.returns)

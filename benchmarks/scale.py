@@ -128,7 +128,7 @@ stop.set()
 
 def redis_master(worker_counts, hidden_sets, population=16384, chunk=32, generations=3):
     import redis
-    from es import noise
+    from es import seeding
     from es.distributed.master import RedisEvaluator
     from es.distributed.server import EmbeddedRedis
     from es.envs import EnvProblem
@@ -148,7 +148,7 @@ def redis_master(worker_counts, hidden_sets, population=16384, chunk=32, generat
                     times, before = [], None
                     for g in range(generations + 1):
                         task = GenerationTask(0, g, 0.1, True, population, center)
-                        seeds = noise.episode_seeds(0, g, 1)
+                        seeds = seeding.episode_seeds(0, g, 1)
                         if g == 1:
                             before = _worker_bytes(admin)
                         t0 = time.perf_counter()

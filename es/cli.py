@@ -107,32 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read the password from FILE (default: $ES_REDIS_PASSWORD, else the URL)")
     w.add_argument("--processes", type=int, default=1, help="worker processes on this machine")
 
-    nbp = sub.add_parser("notebooks", help="build notebooks/ and solutions/ from course/")
-    nbp.add_argument("--check", action="store_true", help="exit 1 if the committed notebooks are out of date")
-    nbp.add_argument("--execute", nargs="*", default=None, metavar="NAME",
-                     help="then run the solution notebooks (all, or the NAMEs given, e.g. 04_pong) in full mode "
-                          "and commit their outputs")
-
-    g = sub.add_parser("grade", help="grade submitted notebooks")
-    g.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them (searched recursively)")
-    g.add_argument("--json", action="store_true", help="one JSON object per submission")
-    g.add_argument("--csv", type=Path, default=None, help="write the gradebook: a row per submission, a column per check")
-    g.add_argument("--feedback", type=Path, default=None, metavar="DIR",
-                   help="write a plain-text report per submission for the student")
-    g.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: one per core)")
-    g.add_argument("--cell-timeout", type=int, default=900, help="seconds per notebook cell")
-    g.add_argument("--check-timeout", type=int, default=600, help="seconds per check")
-    g.add_argument("--submission-timeout", type=int, default=3600,
-                   help="hard limit per submission: then its kernel and everything it started are killed")
-    g.add_argument("--input-seed", type=int, default=None, metavar="N",
-                   help="draw the checks' inputs from N (default: fresh for each submission; --json and the "
-                        "feedback files record the seed used, to grade again on the same inputs)")
-    g.add_argument("--checks", default=None, metavar="NAME,...",
-                   help="run only these checks (the others score 0, marked as left out)")
-    g.add_argument("--student", default=None, metavar="ID",
-                   help="whose submission (Pong runs must carry this identifier's seed); default: the folder "
-                        "holding each notebook, or nbgrader's submitted/ID/ASSIGNMENT/")
-
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
     e.add_argument("--episodes", type=int, default=20)
@@ -296,28 +270,7 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def cmd_notebooks(args) -> int:
-    from .course.build import build
-    return build(check=args.check, execute=args.execute is not None, only=args.execute or None)
-
-
-def cmd_grade(args) -> int:
-    from .course.grade import main as grade_main
-    from .course.check import CHECKS
-    if min(args.cell_timeout, args.check_timeout, args.submission_timeout) < 1 or (args.jobs or 1) < 1:
-        raise ESError("--cell-timeout, --check-timeout, --submission-timeout and --jobs must be positive")
-    only = None if args.checks is None else set(filter(None, args.checks.split(",")))
-    if only is not None and (not only or only - set(CHECKS)):
-        raise ESError(f"--checks: unknown check(s) {', '.join(sorted(only - set(CHECKS))) or '(none given)'}; "
-                      f"the checks are {', '.join(CHECKS)}")
-    return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
-                      check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
-                      submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
-                      student=args.student)
-
-
-COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker, "notebooks": cmd_notebooks,
-            "grade": cmd_grade}
+COMMANDS = {"train": cmd_train, "eval": cmd_eval, "worker": cmd_worker}
 
 
 class Terminated(BaseException):
@@ -331,8 +284,13 @@ def _on_sigterm(*_):
 
 def main(argv=None) -> int:
     import signal
+    from . import registry
+    argv = sys.argv[1:] if argv is None else list(argv)
+    plugin = registry.commands().get(argv[0]) if argv else None
+    if plugin is not None:       # a plug-in's command (the course's notebooks, release, grade)
+        return plugin.run(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.command in ("train", "eval", "grade"):
+    if args.command in ("train", "eval"):
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return COMMANDS[args.command](args)

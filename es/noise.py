@@ -30,16 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .seeding import NOISE, rng_for
+
 PAIRS_PER_BLOCK = 16
 SCHEMES = ("seeds", "table")
-
-# Stream tags: noise, episode seeds and parameter initialisation never share a stream.
-NOISE, EPISODES, INIT = 0, 1, 2
-
-
-def rng_for(seed: int, *key: int) -> np.random.Generator:
-    """A generator for the stream ``key`` of run ``seed`` (no global state)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=tuple(int(k) for k in key))))
 
 
 def noise_block(seed: int, generation: int, block: int, dim: int) -> np.ndarray:
@@ -102,12 +96,3 @@ def _table_module(scheme: str):
         raise ValueError(f"noise scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
     from . import noise_table
     return noise_table
-
-
-def episode_seeds(seed: int, generation: int, count: int) -> np.ndarray:
-    """The environment seeds of one generation, shared by every member and the center.
-
-    Common random numbers: every member meets the same starting states, so returns differ
-    because of the parameters, not because of luck in the draw.
-    """
-    return np.random.SeedSequence(int(seed), spawn_key=(EPISODES, int(generation))).generate_state(count).astype(np.int64)

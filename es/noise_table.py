@@ -29,12 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .noise import rng_for
+from .seeding import OFFSETS, TABLE, rng_for, sequence
 
 TABLE_SIZE = 1 << 25          # float32 values: 128 MiB
 CHUNK = 1 << 20               # values drawn per generator
 TABLE_SEED = 0                # the same table for every run: offsets carry the run seed
-TABLE, OFFSETS = 3, 4         # stream tags (es.noise uses 0..2)
 
 _table: np.ndarray | None = None
 
@@ -66,7 +65,7 @@ def pair_offsets(seed: int, generation: int, pairs, dim: int) -> np.ndarray:
     pairs = np.asarray(pairs, dtype=np.int64)
     if pairs.size == 0:
         return np.zeros(0, dtype=np.int64)
-    words = np.random.SeedSequence(int(seed), spawn_key=(OFFSETS, int(generation))).generate_state(
+    words = sequence(seed, OFFSETS, generation).generate_state(
         int(pairs.max()) + 1, dtype=np.uint64)
     return (words[pairs] % np.uint64(TABLE_SIZE - dim + 1)).astype(np.int64)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .noise import INIT, rng_for
+from .seeding import INIT, rng_for
 
 
 def split_layers(params: np.ndarray, shapes) -> list[tuple[np.ndarray, np.ndarray]]:

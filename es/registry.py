@@ -48,9 +48,17 @@ class ProblemKind:
     validate_spec: Callable           # (spec dict) -> None, raises ValueError
 
 
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    run: Callable                     # (argv list) -> exit status
+
+
 _ENVS: dict[str, EnvEntry] = {}
 _PROBLEMS: dict[str, ProblemKind] = {}
 _POLICIES: dict[str, Callable] = {}
+_COMMANDS: dict[str, "Command"] = {}
 _loaded = False
 _errors: list[str] = []
 
@@ -65,6 +73,17 @@ def register_problem(kind: str, *, from_spec, validate_spec) -> None:
 
 def register_policy(type_name: str, factory) -> None:
     _POLICIES[type_name] = factory
+
+
+def register_command(name: str, *, help: str, run) -> None:
+    """A ``python -m es NAME ...`` command of a plug-in (the course registers notebooks, release
+    and grade): ``run(argv)`` gets the arguments after NAME and returns the exit status."""
+    _COMMANDS[name] = Command(name, help, run)
+
+
+def commands() -> dict[str, Command]:
+    load_plugins()
+    return dict(_COMMANDS)
 
 
 def load_plugins() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import noise
+from . import seeding
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import ESConfig
 from .errors import ESError
@@ -162,7 +162,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             t0 = time.perf_counter()
             g = strategy.generation
             task = strategy.ask()
-            seeds = noise.episode_seeds(config.seed, g, n_seeds)
+            seeds = seeding.episode_seeds(config.seed, g, n_seeds)
             res = evaluator.evaluate(task, seeds[:config.episodes_per_member], seeds[:config.center_episodes])
             hit = config.reward_goal is not None and res.center_return >= config.reward_goal
             if hit and getattr(evaluator, "untrusted", False):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from es.noise import INIT, rng_for
+from es.seeding import INIT, rng_for
 from es.policies import MLPPolicy, split_layers
 
 BACKGROUND = np.load(Path(__file__).with_name("background.npy")).astype(np.float32)  # (42, 42)

@@ -58,7 +58,7 @@ def load_run(run_dir, student_id: str):
     from es.checkpoint import load_checkpoint
     from es.config import ESConfig
     from es.errors import ESError
-    from .student import normalise_id, student_config, student_seed
+    from .student import normalise_id, student_config
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunRejected(f"{run_dir} is not a folder: submit the run directory your notebook trained into")
@@ -139,7 +139,7 @@ def _rel_diff(a, b) -> float:
 def verify_run(run_dir, student_id: str, rng: np.random.Generator, episodes: int = 6) -> Replay:
     """Raises RunRejected with the reason, or returns what was replayed."""
     import time
-    from es import noise
+    from es import seeding
     from es.evaluators import evaluate_members
     t0 = time.perf_counter()
     config, returns, center, meta, opt = load_run(run_dir, student_id)
@@ -155,7 +155,7 @@ def verify_run(run_dir, student_id: str, rng: np.random.Generator, episodes: int
     seen = []
     try:
         for g, m in sorted(set(picks)):
-            seeds = noise.episode_seeds(config.seed, g, max(config.episodes_per_member, config.center_episodes))
+            seeds = seeding.episode_seeds(config.seed, g, max(config.episodes_per_member, config.center_episodes))
             got, _, _, _ = evaluate_members(problem, tasks[g], [m], seeds[:config.episodes_per_member])
             seen.append((g, m, float(returns[g][m]), float(got[0])))
             if got[0] != returns[g][m]:

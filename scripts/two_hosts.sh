@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+PYTHON=${PYTHON:-$(command -v python3 || command -v python)}   # the caller's interpreter (tests pass sys.executable)
 
 if [ "$(id -u)" != "0" ] || ! command -v ip >/dev/null; then
     echo "two_hosts: SKIPPED: needs root and iproute2 to create network namespaces"
@@ -39,10 +40,10 @@ ip -n "$B" link set "$VB" up
 
 # The server as the README sets one up: ACL users es-master and es-worker, passwords in
 # files and environment variables, never on a command line.
-MASTER_PW=$(python -c "import secrets; print(secrets.token_urlsafe(24))")
-WORKER_PW=$(python -c "import secrets; print(secrets.token_urlsafe(24))")
-SERVER=$(python -c "from es.distributed.server import redis_server_binary as b; print(b())")
-python -c "from es.distributed.server import acl_lines; import sys; print('\n'.join(acl_lines(*sys.argv[1:])))" \
+MASTER_PW=$("$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))")
+WORKER_PW=$("$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))")
+SERVER=$("$PYTHON" -c "from es.distributed.server import redis_server_binary as b; print(b())")
+"$PYTHON" -c "from es.distributed.server import acl_lines; import sys; print('\n'.join(acl_lines(*sys.argv[1:])))" \
     "$MASTER_PW" "$WORKER_PW" > "$WORK/users.acl"
 printf 'bind %s\nport 6379\nsave ""\nappendonly no\nprotected-mode yes\ndir %s\nloglevel warning\naclfile %s\n' \
     "$IP_A" "$WORK" "$WORK/users.acl" > "$WORK/server.conf"
@@ -52,11 +53,11 @@ printf '%s\n' "$MASTER_PW" > "$WORK/master.pw"; chmod 600 "$WORK/master.pw"
 
 # Host B: the workers start first and wait for the master.
 ip netns exec "$B" env ES_REDIS_URL="redis://es-worker@$IP_A:6379/0" ES_REDIS_PASSWORD="$WORKER_PW" \
-    PYTHONPATH="$ROOT" python -m es worker --processes 2 > "$WORK/workers.log" 2>&1 &
+    PYTHONPATH="$ROOT" "$PYTHON" -m es worker --processes 2 > "$WORK/workers.log" 2>&1 &
 PIDS+=($!)
 
 # Host B cannot reach anything but host A: check the link is the only way.
-ip netns exec "$B" python - "$IP_A" <<'PY'
+ip netns exec "$B" "$PYTHON" - "$IP_A" <<'PY'
 import socket, sys, time
 for _ in range(100):
     try:
@@ -68,12 +69,12 @@ else:
     sys.exit("two_hosts: host B cannot reach Redis on host A")
 PY
 
-ip netns exec "$A" env PYTHONPATH="$ROOT" python -m es train cartpole --seed 0 \
+ip netns exec "$A" env PYTHONPATH="$ROOT" "$PYTHON" -m es train cartpole --seed 0 \
     --redis "redis://es-master@$IP_A:6379/0" --redis-password-file "$WORK/master.pw" --out "$WORK/run" --no-progress --json > "$WORK/master.out" 2> "$WORK/master.err" || {
     echo "two_hosts: FAILED: the master exited with an error"; cat "$WORK/master.err"; exit 1; }
 cat "$WORK/master.out"
 
-PYTHONPATH="$ROOT" python - "$WORK/run" <<'PY'
+PYTHONPATH="$ROOT" "$PYTHON" - "$WORK/run" <<'PY'
 import json, sys
 import numpy as np
 import es

@@ -1,0 +1,588 @@
+"""Checks a student runs after each graded cell, and the autograder runs the same ones.
+
+    from classroom import check
+    check.centered_ranks(centered_ranks)         # prints "OK ..." or raises CheckFailed
+
+Every check draws its inputs from a seed, fresh each time it runs (the grader draws one per
+grading run, so an answer computed for other inputs cannot pass), compares the student's
+results with the reference on them, with a stated tolerance, and when they differ says which
+mistake the numbers point to. A failure names its seed; ``check.NAME(fn, seed=S)`` repeats it.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import zlib
+
+import numpy as np
+
+# name -> (milestone, points, notebook, names the check needs from the notebook)
+CHECKS: dict[str, tuple[str, int, str, tuple[str, ...]]] = {}
+
+
+class CheckFailed(AssertionError):
+    pass
+
+
+def checks_for(notebook: str) -> list[str]:
+    """The checks of one notebook, in the order they run."""
+    return [name for name, (_, _, nb, _) in CHECKS.items() if nb == notebook]
+
+
+def rel_error(x, y) -> float:
+    """CS231n's relative error: max |x - y| / max(|x| + |y|)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return float(np.max(np.abs(x - y) / np.maximum(1e-8, np.abs(x) + np.abs(y))))
+
+
+def input_seed(run_seed: int, name: str) -> int:
+    """The seed of one check's inputs in a grading run (a student can pass it back as ``seed=``)."""
+    return int(np.random.SeedSequence([int(run_seed), zlib.crc32(name.encode())]).generate_state(1)[0])
+
+
+def verdict(name: str, objs, seed: int) -> None:
+    """Run check ``name`` on the student's objects with inputs from ``seed``; raises CheckFailed."""
+    try:
+        _RAW[name](*objs, rng=np.random.default_rng(seed))
+    except CheckFailed as exc:
+        raise CheckFailed(f"{exc} [inputs from seed {seed}: check.{name}(..., seed={seed}) repeats them]") from None
+
+
+_RAW = {}
+
+
+def _register(name, milestone, points, notebook, *needs, slow=False):
+    def wrap(fn):
+        CHECKS[name] = (milestone, points, notebook, needs or (name,))
+        _RAW[name] = fn
+
+        def student_facing(*args, seed=None):
+            if slow and os.environ.get("ES_COURSE_FAST") == "1":     # the grader runs its own, once
+                print(f"SKIPPED {name}: takes minutes; fast mode (ES_COURSE_FAST=1) leaves it to the grader")
+                return None
+            verdict(name, args, secrets.randbits(32) if seed is None else int(seed))
+            print(f"OK {name}: passed ({points} point{'s' * (points != 1)} when graded)")
+            return True
+        student_facing.__doc__, student_facing.__name__ = fn.__doc__, name
+        return student_facing
+    return wrap
+
+
+def _fail(msg):
+    raise CheckFailed(msg)
+
+
+def _observe(fn, *args, **opts) -> dict:
+    """Call a student's function: here (a notebook checking itself), or, when graded, in the
+    student's kernel through the grader's proxy (``classroom.remote``), which only ever hands
+    back plain data. ``RNG(seed)`` arguments become ``np.random.default_rng(seed)`` on the
+    side that runs the function. ``opts`` ask for more than the value (``classroom.probe.observe``)."""
+    if hasattr(fn, "observe"):
+        return fn.observe(*args, **opts)
+    from .probe import observe
+    from .wire import RNG
+    args = [a.make() if isinstance(a, RNG) else a for a in args]
+    return observe(fn, args, getattr(fn, "__globals__", {}), **opts)
+
+
+def _call(fn, *args):
+    return _observe(fn, *args)["value"]
+
+
+def _array(value, shape, what, dtype=np.float64):
+    got = np.asarray(value)
+    if got.shape != tuple(shape):
+        _fail(f"{what}: expected shape {tuple(shape)}, got {got.shape}")
+    return got.astype(dtype)
+
+
+def _close(got, want, tol=1e-6) -> bool:
+    got = np.asarray(got, dtype=np.float64)
+    return got.shape == np.shape(want) and rel_error(got, want) <= tol
+
+
+# ---------------------------------------------------------------- milestone 1 (00, 01)
+@_register("centered_ranks", "M1", 2, "00_es_from_scratch")
+def centered_ranks(fn, rng):
+    """Tolerance 1e-6 against es.shaping.centered_ranks, on distinct returns with an outlier,
+    then on returns with ties."""
+    from es.shaping import centered_ranks as ref
+    n = int(rng.integers(9, 30))
+    x = rng.choice(10_000, n, replace=False) / 100 - 50
+    x[rng.integers(n)] = 1e4                      # an outlier: min-max scaling squashes the rest
+
+    def exact(v):         # the reference's weights are float32; its ranks are multiples of 1/2
+        ranks = np.round((ref(v).astype(np.float64) + 0.5) * (len(v) - 1) * 2) / 2
+        return ranks / (len(v) - 1) - 0.5
+    got = _array(_call(fn, x.copy()), (n,), "centered_ranks")
+    want = exact(x)
+    if not _close(got, want):
+        _blame_ranks(got, x, want)
+    ties = rng.integers(-3, 4, n + 8).astype(np.float64)      # 7 values, n + 8 returns: ties
+    got = _array(_call(fn, ties.copy()), (n + 8,), "centered_ranks")
+    want = exact(ties)
+    if _close(got, want):
+        return
+    if any(np.ptp(got[ties == v]) > 1e-9 for v in np.unique(ties)):
+        _fail("centered_ranks: tied returns got different weights; ties must share the mean of their ranks")
+    _blame_ranks(got, ties, want)
+
+
+def _blame_ranks(got, x, want):
+    n = len(x)
+    ranks = (want + 0.5) * (n - 1)
+    span = x.max() - x.min()
+    if _close(got, ranks / (n - 1)):
+        _fail("centered_ranks: values span [0, 1]; forgot to center the ranks (subtract 0.5 so they sum to zero)")
+    if _close(got, ranks / n - 0.5) or _close(got, (ranks + 1) / n - 0.5):
+        _fail("centered_ranks: divided the ranks by n; divide by n - 1 so the worst gets -0.5, the best +0.5, "
+              "and they sum to zero")
+    if _close(got, -want):
+        _fail("centered_ranks: the order is reversed; the best return must get +0.5")
+    if _close(got, (x - x.min()) / span - 0.5) or _close(got, (x - x.min()) / span):
+        _fail("centered_ranks: scaled the returns (min-max) instead of ranking them; one outlier then squashes "
+              "every other weight to the same value: use each return's rank")
+    if _close(got, (x - x.mean()) / x.std(), 1e-4):
+        _fail("centered_ranks: these are z-scores of the returns; rank them instead")
+    order = np.argsort(x, kind="stable")
+    if _close(got, order / (n - 1) - 0.5) or _close(got, order / (n - 1)):
+        _fail("centered_ranks: used np.argsort(x) as the ranks; argsort gives the indices that sort x, not each "
+              "return's rank (the rank is the argsort of the argsort, or ranks[order] = arange(n))")
+    if abs(got.sum()) > 1e-6:
+        _fail(f"centered_ranks: weights sum to {got.sum():.3g}, not 0")
+    _fail(f"centered_ranks: relative error {rel_error(got, want):.2g} > 1e-6 against the reference")
+
+
+@_register("es_gradient", "M1", 2, "00_es_from_scratch")
+def es_gradient(fn, rng):
+    """grad = noise.T @ weights / (population * sigma), tolerance 1e-5."""
+    population, dim = 2 * int(rng.integers(10, 30)), int(rng.integers(3, 12))
+    noise = rng.standard_normal((population, dim))
+    weights = rng.standard_normal(population)
+    sigma = float(rng.uniform(0.02, 0.5))
+    want = noise.T @ weights / (population * sigma)
+    got = _array(_call(fn, noise.copy(), weights.copy(), sigma), (dim,), "es_gradient")
+    if _close(got, want, 1e-5):
+        return
+    if _close(got, want * sigma, 1e-5):
+        _fail("es_gradient: off by a factor sigma; divided by the population but not by sigma")
+    if _close(got, want * population, 1e-5):
+        _fail("es_gradient: off by a factor of the population size; forgot to divide by the population")
+    if _close(got, -want, 1e-5):
+        _fail("es_gradient: wrong sign; the estimate must point towards higher returns")
+    if _close(got, want / sigma, 1e-5):
+        _fail("es_gradient: divided by sigma twice (sigma ** 2); the noise is already in units of sigma")
+    _fail(f"es_gradient: relative error {rel_error(got, want):.2g} > 1e-5 against noise.T @ weights / "
+          "(population * sigma)")
+
+
+@_register("antithetic_noise", "M1", 1, "01_cartpole")
+def antithetic_noise(fn, rng):
+    """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in."""
+    from .wire import RNG
+    population, dim = 2 * int(rng.integers(3, 10)), int(rng.integers(3, 9))
+    s1, s2 = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
+    a = _array(_call(fn, RNG(s1), population, dim), (population, dim), "antithetic_noise")
+    if not np.allclose(a[0::2], -a[1::2]):
+        half = population // 2
+        if np.allclose(a[:half], -a[half:]):
+            _fail("antithetic_noise: mirrored as two blocks (all +eps, then all -eps); here member 2k gets +eps_k "
+                  "and member 2k+1 gets -eps_k, so that every pair stays in one chunk of workers")
+        _fail("antithetic_noise: members 2k and 2k+1 must be mirrored (+eps_k and -eps_k)")
+    if np.allclose(a[0], a[2]) or np.allclose(a[0], -a[2]):
+        _fail("antithetic_noise: different pairs got the same noise")
+    b = np.asarray(_call(fn, RNG(s1), population, dim))
+    c = np.asarray(_call(fn, RNG(s2), population, dim))
+    if not np.array_equal(a, b) or np.array_equal(a, c):
+        _fail("antithetic_noise: draw from the generator you are given (same seed -> same noise), not np.random")
+
+
+@_register("adam_update", "M1", 2, "01_cartpole")
+def adam_update(fn, rng):
+    """Three Adam ascent steps (betas 0.9, 0.999, epsilon 1e-8, bias correction, as
+    es.optimizers.Adam), in float64; each parameter within lr / 1000 of them."""
+    dim, lr = int(rng.integers(3, 8)), float(rng.uniform(0.01, 0.2))
+    theta = rng.standard_normal(dim).astype(np.float32)
+    grads = [rng.standard_normal(dim).astype(np.float32) for _ in range(3)]
+    got, state = theta.copy(), None
+    for g in grads:
+        got, state = _call(fn, got, g, state, lr)
+        got = _array(got, (dim,), "adam_update")
+
+    def adam(correct, sign=1.0):
+        m = v = np.zeros(dim)
+        x = theta.astype(np.float64)
+        for t, g in enumerate(grads, 1):
+            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g.astype(np.float64) ** 2
+            a = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) if correct else lr
+            x = x + sign * a * m / (np.sqrt(v) + 1e-8)
+        return x
+    near = lambda want: np.max(np.abs(got - want)) <= lr / 1000      # noqa: E731
+    if near(adam(True)):
+        return
+    if near(adam(True, -1.0)):
+        _fail("adam_update: it descends; ES maximises the return, so add the step")
+    if near(adam(False)):
+        _fail("adam_update: no bias correction; scale by sqrt(1 - beta2**t) / (1 - beta1**t)")
+    _fail(f"adam_update: off by up to {np.max(np.abs(got - adam(True))):.3g} (more than lr / 1000) after three steps")
+
+
+@_register("train_cartpole", "M1", 3, "01_cartpole")
+def train_cartpole(fn, rng):
+    """train_cartpole(seed) -> linear policy parameters (10 floats, es.policies.MLPPolicy(4, 2, ())
+    layout), trained from two fresh seeds and one of them again: the same seed gives the same
+    parameters, other seeds other ones, and each solves CartPole-v1 (mean return >= 475 on
+    seeds 1000..1019)."""
+    from es.envs import EnvProblem
+    a, b = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
+    runs = {}
+    for seed in (a, b):
+        params = np.asarray(_call(fn, seed), dtype=np.float32).ravel()
+        if params.size != 10:
+            _fail(f"train_cartpole: expected 10 parameters (4x2 weights + 2 biases), got {params.size}")
+        runs[seed] = params
+    if np.array_equal(runs[a], runs[b]):
+        _fail(f"train_cartpole: seeds {a} and {b} gave the same parameters; it ignores its seed (or returns "
+              "parameters fixed in advance): train from np.random.default_rng(seed)")
+    cartpole = EnvProblem("CartPole-v1", hidden=())
+    for seed, params in runs.items():
+        returns, _ = cartpole.play(params, np.arange(1000, 1020))
+        if returns.mean() < 475:
+            _fail(f"train_cartpole: trained from seed {seed}, the policy scores {returns.mean():.1f} on seeds "
+                  "1000..1019, below 475")
+    if not np.array_equal(np.asarray(_call(fn, a), dtype=np.float32).ravel(), runs[a]):
+        _fail(f"train_cartpole: two runs from seed {a} gave different parameters; draw every random number "
+              "from the generator built from the seed, never np.random.*")
+
+
+# ---------------------------------------------------------------- milestone 2 (02)
+@_register("member_noise", "M2", 2, "02_parallel")
+def member_noise(fn, rng):
+    """Noise of one member from (seed, generation, member) alone, never the global state;
+    different (seed, generation, member) never share noise."""
+    seed, generation, member = int(rng.integers(2 ** 31)), int(rng.integers(1, 500)), int(rng.integers(1000, 5000))
+    dim, g = int(rng.integers(4, 10)), int(rng.integers(2 ** 31))
+    reply = _observe(fn, seed, generation, member, dim, global_seed=g, draw_after=True)
+    a = np.asarray(reply["value"])
+    if reply["after"] != np.random.RandomState(g).random_sample():
+        _fail("member_noise: it uses the global np.random state (it seeds or draws from it); build a Generator "
+              "from (seed, generation, member)")
+    if a.shape != (dim,):
+        _fail(f"member_noise: expected shape (dim,) = ({dim},), got {a.shape}")
+    if not np.array_equal(a, np.asarray(_observe(fn, seed, generation, member, dim, global_seed=g + 1)["value"])):
+        _fail("member_noise: it uses the global np.random state (the result changes with it); build a Generator "
+              "from (seed, generation, member)")
+    if not np.array_equal(a, np.asarray(_call(fn, seed, generation, member, dim))):
+        _fail("member_noise: two calls with the same (seed, generation, member) differ")
+    seen = {(seed, generation, member): a}
+    # neighbours that sums or weighted sums of the three integers would send to the same seed
+    for ds, dg, dm in ((0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, -1), (1, -1, 0), (0, 0, 100), (0, 1, -100),
+                       (0, 0, 1000), (0, 1, -1000)):
+        key = (seed + ds, generation + dg, member + dm)
+        noise = np.asarray(_call(fn, *key, dim))
+        for other, was in seen.items():
+            if np.allclose(noise, was):
+                if sum(key) == sum(other):
+                    _fail(f"member_noise: {other} and {key} (seed, generation, member) got the same noise: "
+                          "seed + generation + member collide; give the three integers to default_rng as a "
+                          "list, [seed, generation, member]")
+                _fail(f"member_noise: {other} and {key} (seed, generation, member) got the same noise; give the "
+                      "three integers to default_rng as a list, [seed, generation, member]")
+        seen[key] = noise
+    elsewhere = _observe(fn, seed, generation, member, dim, elsewhere=True)["value"]
+    if not all(np.array_equal(a, np.asarray(e)) for e in elsewhere):
+        _fail("member_noise: another process computed different noise for the same member")
+
+
+@_register("parallel_returns", "M2", 3, "02_parallel", "parallel_returns", "evaluate_members")
+def parallel_returns(fn, evaluate_members, rng):
+    """parallel_returns(center, sigma, seed, generation, population, n_jobs) equals
+    evaluate_members(center, sigma, seed, generation, 0, population), for populations that
+    are not multiples of n_jobs, with n_jobs chunks evaluated in more than one process."""
+    center = (rng.standard_normal(10) * 0.1).astype(np.float32)
+    sigma, seed, generation = float(rng.uniform(0.2, 0.6)), int(rng.integers(2 ** 31)), int(rng.integers(100))
+    for n_jobs in (3, 2):
+        population = int(rng.choice([p for p in range(11, 24) if p % n_jobs and p % 2]))
+        want = np.asarray(_call(evaluate_members, center, sigma, seed, generation, 0, population), dtype=np.float64)
+        reply = _observe(fn, center, sigma, seed, generation, population, n_jobs,
+                         spy={"name": "evaluate_members", "args": [4, 5], "delay": 0.4})
+        got = np.asarray(reply["value"], dtype=np.float64).ravel()
+        chunks = sorted((a, b) for _, a, b in reply.get("spied", []))
+        _blame_chunks(got, want, chunks, population, n_jobs)
+        if len(chunks) != n_jobs:
+            _fail(f"parallel_returns: {len(chunks)} chunk(s) for n_jobs={n_jobs}; split the population into "
+                  "n_jobs chunks, one per job")
+        if n_jobs > 1 and len({pid for pid, _, _ in reply["spied"]}) < 2:
+            _fail(f"parallel_returns: with n_jobs={n_jobs} every chunk ran in one process; pass n_jobs to "
+                  "joblib.Parallel (its default backend runs jobs in worker processes)")
+
+
+def _blame_chunks(got, want, chunks, population, n_jobs):
+    where = f"population {population}, n_jobs={n_jobs}"
+    if not chunks:
+        _fail("parallel_returns: it never called evaluate_members; evaluate each chunk with it")
+    if all(a == 0 for a, _ in chunks) and len(chunks) > 1:
+        _fail(f"parallel_returns: every job evaluated members from 0 ({where}): the same noise in every job; "
+              "give each job its own members [a, b)")
+    covered = sum(b - a for a, b in chunks)
+    if len(got) < population and covered < population:
+        _fail(f"parallel_returns: {len(got)} returns for a {where}: the chunks drop the last "
+              f"{population - covered} member(s); np.linspace(0, population, n_jobs + 1).astype(int) gives "
+              "bounds that cover every member")
+    if len(got) > population or covered > population:
+        _fail(f"parallel_returns: {len(got)} returns for a {where}: chunks overlap, a member at each boundary "
+              "is evaluated twice; chunks are [a, b) with the next starting at b")
+    if got.shape != want.shape:
+        _fail(f"parallel_returns: expected one return per member, shape {want.shape}, got {got.shape}")
+    if np.array_equal(got, want):
+        return
+    parts = [want[a:b] for a, b in chunks if b <= population]
+    if len(parts) > 1 and np.array_equal(got, np.concatenate(parts[::-1])):
+        _fail("parallel_returns: the chunks came back in reverse order; concatenate them in the order of their "
+              "bounds (joblib returns results in the order the jobs were given)")
+    if sorted(got) == sorted(want):
+        _fail("parallel_returns: the right returns in the wrong order; put them back in member order")
+    if len(set(got)) < len(set(want)):
+        _fail("parallel_returns: a member's return appears twice and another's is missing; check the chunk "
+              "bounds and the concatenation")
+    _fail(f"parallel_returns: differs from evaluate_members over the whole population ({where})")
+
+
+# ---------------------------------------------------------------- milestone 3 (03)
+@_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result")
+def result_codec(encode_result, decode_result, rng):
+    """Round trip of (generation, first, returns, lengths) through bytes, exact, no pickle;
+    decode_result returns a dict with keys generation, first, returns, lengths."""
+    count = int(rng.integers(20, 60))
+    generation, first = int(rng.integers(2 ** 31)), int(rng.integers(2 ** 31))
+    returns, lengths = rng.standard_normal(count) * 100, rng.integers(0, 10_000, count)
+    payload = _call(encode_result, generation, first, returns, lengths)
+    if not isinstance(payload, (bytes, bytearray)):
+        _fail(f"encode_result: must return bytes, got {type(payload).__name__}")
+    if (payload[:1] == b"\x80" and payload[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") and payload[-1:] == b".") \
+            or b"numpy" in payload:     # a pickle's opening and closing opcodes
+        _fail("encode_result: this looks like a pickle; send raw bytes (np.ndarray.tobytes) with a small header")
+    out = _call(decode_result, payload)
+    keys = ("generation", "first", "returns", "lengths")
+    if not isinstance(out, dict):
+        kind = "tuple or list" if isinstance(out, (tuple, list)) else type(out).__name__
+        _fail(f"decode_result: returned a {kind}, not a dict; return a dict with keys {', '.join(keys)}")
+    if any(k not in out for k in keys):
+        _fail(f"decode_result: the dict lacks {', '.join(k for k in keys if k not in out)} (keys: {', '.join(keys)})")
+    if out["generation"] != generation or out["first"] != first:
+        _fail("decode_result: generation or first member came back wrong")
+    got = np.asarray(out["returns"], dtype=np.float64)
+    if not np.array_equal(got, returns):
+        if got.shape == returns.shape and np.allclose(got, returns, rtol=1e-6):
+            _fail("encode_result: returns lose bits (float32?); send float64 so the run stays bit-identical")
+        _fail("decode_result: returns came back different")
+    if not np.array_equal(np.asarray(out["lengths"]), lengths):
+        _fail("decode_result: lengths came back different")
+    if len(payload) > 64 + 16 * count:
+        _fail(f"encode_result: {len(payload)} bytes for {count} members; aim for ~12 bytes per member plus a header")
+
+
+@_register("chunks_to_requeue", "M3", 2, "03_redis")
+def chunks_to_requeue(fn, rng):
+    """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
+    es.distributed.master.chunks_to_requeue (the master's own rule)."""
+    from es.distributed.master import chunks_to_requeue as ref
+    lease, now = float(rng.uniform(3, 30)), float(rng.uniform(1e3, 1e6))
+    old = lambda: now - lease * float(rng.uniform(1.5, 5))       # noqa: E731
+    names = [f"chunk{int(i)}" for i in rng.choice(1000, 5, replace=False)]
+    alive, dead, waiting, young, orphan = names
+    queued_at = {alive: old(), dead: old(), waiting: old(), young: now - lease * float(rng.uniform(0.05, 0.5)),
+                 orphan: old()}
+    in_queue = {waiting}
+    leases = {alive: now - lease * float(rng.uniform(0.05, 0.5)), dead: old()}
+    got = set(_call(fn, dict(queued_at), set(in_queue), dict(leases), now, lease))
+    want = ref(queued_at, in_queue, leases, now, lease)
+    if got == want:
+        return
+    if waiting in got:
+        _fail(f"chunks_to_requeue: {waiting!r} is still waiting in the queue; requeueing it makes duplicates")
+    if alive in got:
+        _fail(f"chunks_to_requeue: {alive!r} has a fresh heartbeat; its worker is alive")
+    if young in got:
+        _fail(f"chunks_to_requeue: {young!r} was queued less than lease_seconds ago; a worker may have taken it "
+              "and not written its lease yet")
+    if dead not in got:
+        _fail(f"chunks_to_requeue: {dead!r}'s last heartbeat is older than lease_seconds; its worker is dead, "
+              "hand it out again")
+    if orphan not in got:
+        _fail(f"chunks_to_requeue: {orphan!r} left the queue long ago and has no lease; its worker died before "
+              "writing one, hand it out again")
+    _fail(f"chunks_to_requeue: expected {sorted(want)}, got {sorted(got)}")
+
+
+@_register("gather", "M3", 2, "03_redis")
+def gather(fn, rng):
+    """gather(url, generation, bounds, lease_seconds, timeout) -> (returns, lengths), run with the
+    course's decode_result and chunks_to_requeue, against
+    classroom.redis_workers.FaultyWorkers on a real Redis: a stale result, an unknown chunk, a
+    worker that dies holding a lease, one that dies before writing it, a duplicate result and
+    a slow worker that is alive. The returns must be exact, each lost chunk handed out again,
+    and the live one never."""
+    from es.distributed.server import EmbeddedRedis
+    from .redis_workers import FaultyWorkers
+    lease = 1.0
+    with EmbeddedRedis() as server:
+        workers = FaultyWorkers(server.master_url, rng, lease).start()
+        try:
+            # With the course's decode_result and chunks_to_requeue in place of the notebook's, which
+            # have checks of their own: a mistake there costs those points, not these too.
+            out, raised = _observe(fn, server.master_url, workers.generation, [list(b) for b in workers.bounds],
+                                   lease, 15.0, reference=["decode_result", "chunks_to_requeue"])["value"], None
+        except (CheckFailed, NotImplementedError):
+            raise
+        except Exception as exc:     # diagnosed below, from what the workers saw
+            out, raised = None, exc
+        finally:
+            workers.stop()
+    given = workers.handed_out
+    said = None if raised is None else str(raised) if type(raised).__name__ == "KernelError" \
+        else f"{type(raised).__name__}: {raised}"
+    if said is not None and not said.startswith("TimeoutError"):
+        _fail(f"gather: raised {said[:200]}; drop results of another generation, of chunks not in bounds, "
+              "and second results of a chunk already in")
+    for fault, why in (("dies_with_lease", "its worker died holding it (the lease stopped being renewed); "
+                        "requeue a chunk whose lease is older than lease_seconds"),
+                       ("dies_without_lease", "its worker died before writing a lease; requeue a chunk that left "
+                        "the queue more than lease_seconds ago and has no lease")):
+        if given[workers.chunk_of(fault)] < 2:
+            _fail(f"gather: chunk {workers.chunk_of(fault)} was never handed out again: {why} (use chunks_to_requeue "
+                  "when no result arrives within the poll)")
+    if workers.queued_twice:
+        chunk = sorted(workers.queued_twice)[0]
+        _fail(f"gather: chunk {chunk} was pushed again while a copy still waited in es:jobs; pass the queued "
+              "chunks to chunks_to_requeue, and set a requeued chunk's queued_at to now")
+    if workers.requeued_live:
+        _fail(f"gather: chunk {workers.chunk_of('slow')} was handed out again while its worker was alive and "
+              "renewing its lease; read the leases from es:leases before deciding")
+    if said is not None:
+        _fail(f"gather: raised {said[:200]}")
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        _fail("gather: return the pair (returns, lengths)")
+    n = len(workers.returns)
+    got, lengths = _array(out[0], (n,), "gather returns"), _array(out[1], (n,), "gather lengths", np.int64)
+    if np.array_equal(got, workers.returns) and np.array_equal(lengths, workers.lengths):
+        return
+    a, b = workers.bounds[0]
+    if np.array_equal(got[a:b], workers.returns[a:b] + 1000.0):
+        _fail(f"gather: a result of generation {workers.generation - 1} (an earlier one) entered chunk {a}:{b}; drop "
+              "results whose generation is not the one being gathered")
+    a, b = map(int, workers.chunk_of("duplicate").split(":"))
+    if np.array_equal(got[a:b], workers.returns[a:b] - 7.0):
+        _fail(f"gather: chunk {a}:{b}'s second result replaced its first; once a chunk is in, drop its duplicates")
+    bad = int(np.flatnonzero((got != workers.returns) | (lengths != workers.lengths))[0])
+    _fail(f"gather: member {bad} came back {got[bad]!r} (length {lengths[bad]}), expected {workers.returns[bad]!r} "
+          f"(length {workers.lengths[bad]}); put each result at returns[first:first + count]")
+
+
+# ---------------------------------------------------------------- milestone 4 (04)
+@_register("downsample", "M4", 2, "04_pong")
+def downsample(fn, rng):
+    """210x160 uint8 -> 42x42 float32 in [0, 1] by area averaging; tolerance 1/255."""
+    from pong.env import downsample as ref
+    frame = rng.integers(0, 256, (210, 160)).astype(np.uint8)
+    raw = np.asarray(_call(fn, frame.copy()))
+    if raw.shape != (42, 42):
+        _fail(f"downsample: expected shape (42, 42), got {raw.shape}")
+    got, want = raw.astype(np.float64), ref(frame) / 255.0
+    if got.max() > 1.5:
+        _fail("downsample: values above 1; divide by 255")
+    if np.max(np.abs(got - want)) > 1.01 / 255:
+        if np.max(np.abs(got - want.T)) <= 1.01 / 255:
+            _fail("downsample: rows and columns are swapped (the result is transposed); rows shrink by 5 "
+                  "(210 -> 42), columns by 160/42")
+        _fail(f"downsample: differs from area averaging by up to {255 * np.max(np.abs(got - want)):.1f} gray "
+              "levels; average the 5x3.81 input cells each output covers (bilinear sampling misses thin objects)")
+    if raw.dtype != np.float32:
+        _fail(f"downsample: returns {raw.dtype}; return float32, what the policy and ale-py's vector env use "
+              "(half the memory of float64 for every frame of every member)")
+
+
+@_register("stack_frames", "M4", 1, "04_pong")
+def stack_frames(fn, rng):
+    """stack_frames(stack (4, 42, 42), frame (42, 42)) -> new stack, oldest first."""
+    stack = rng.random((4, 42, 42)).astype(np.float32)
+    new = rng.random((42, 42)).astype(np.float32)
+    got = _array(_call(fn, stack.copy(), new.copy()), (4, 42, 42), "stack_frames")
+    if np.array_equal(got, np.concatenate([stack[1:], new[None]])):
+        return
+    if np.array_equal(got, np.concatenate([new[None], stack[:-1]])):
+        _fail("stack_frames: the newest frame went first; here frames are oldest first, newest at index 3")
+    _fail("stack_frames: expected the last three frames of the stack, then the new frame")
+
+
+@_register("batched_policy", "M4", 2, "04_pong")
+def batched_policy(fn, rng):
+    """batched_policy(W (P, F, 3), b (P, 3), features (P, F)) -> actions (P,), member p with
+    W[p] and b[p], with no Python loop over members."""
+    def draw(members):
+        while True:       # inputs where the bias and each member's own weights change actions
+            W, x = rng.standard_normal((members, features, 3)), rng.standard_normal((members, features))
+            b = rng.standard_normal((members, 3)) * np.sqrt(features)
+            logits = np.einsum("pf,pfa->pa", x, W)
+            want = (logits + b).argmax(axis=1)
+            if (want != logits.argmax(axis=1)).mean() > 0.3 and (want != (x @ W[0] + b[0]).argmax(axis=1)).mean() > 0.3:
+                return W, b, x, want
+    members, features = int(rng.integers(20, 40)), int(rng.integers(8, 24))
+    W, b, x, want = draw(members)
+    got = _array(_call(fn, W, b, x), (members,), "batched_policy", np.int64)
+    if not np.array_equal(got, want):
+        if np.array_equal(got, np.einsum("pf,pfa->pa", x, W).argmax(axis=1)):
+            _fail("batched_policy: it ignores the bias b; logits are features @ W[p] + b[p]")
+        if np.array_equal(got, (x @ W[0] + b[0]).argmax(axis=1)):
+            _fail("batched_policy: every member used member 0's weights; member p must use W[p], b[p]")
+        _fail(f"batched_policy: {int((got != want).sum())} of {members} actions differ from argmax(features[p] "
+              "@ W[p] + b[p])")
+    lines = [_observe(fn, *draw(m)[:3], count_lines=True)["lines"] for m in (8, 64)]
+    if lines[1] - lines[0] >= 56:
+        _fail(f"batched_policy: it loops over the members in Python ({lines[0]} lines run for 8 members, "
+              f"{lines[1]} for 64); one batched operation (np.einsum or a batched matmul) does them all at once")
+
+
+@_register("pong_agent", "M4", 5, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)
+def pong_agent(run_dir, student_id, rng):
+    """The run in ``run_dir`` is ``student_id``'s own (``pong.replay.verify_run``: the course's
+    config with their seed; every update replayed from the recorded returns onto the
+    checkpoint; sampled episodes played again with identical scores), and its agent beats a
+    random player by ``pong.student.beats_random`` on 20 full games on seeds it never saw."""
+    from pong.replay import RunRejected, verify_run
+    from pong.student import beats_random
+    try:
+        replay = verify_run(run_dir, student_id, rng)
+    except (RunRejected, ValueError) as exc:
+        _fail(f"pong_agent: 0 points: {exc}")
+    first = int(rng.integers(1_000_000, 2 ** 31 - 100))
+    result = beats_random(replay.center, first_seed=first)
+    if not result.beats_random:
+        _fail(f"pong_agent: your run replays, but its agent does not beat random yet: {result}; train on "
+              "(re-running the training cell resumes the run)")
+    print(f"pong_agent: the run replays ({replay.generations} generations, {len(replay.episodes)} episodes played "
+          f"again, {replay.seconds:.0f} s); {result}")
+
+
+# ---------------------------------------------------------------- extras (05)
+@_register("snes_step", "extras", 3, "05_extras")
+def snes_step(fn, rng):
+    """Separable NES: mu += lr_mu * sigma * (w @ s); sigma *= exp(lr_sigma / 2 * (w @ (s**2 - 1)))."""
+    dim, population = int(rng.integers(3, 9)), int(rng.integers(8, 20))
+    mu, sigma = rng.standard_normal(dim), np.abs(rng.standard_normal(dim)) + 0.1
+    s, w = rng.standard_normal((population, dim)), rng.standard_normal(population)
+    lr_mu, lr_sigma = float(rng.uniform(0.2, 1.0)), float(rng.uniform(0.05, 0.3))
+    out = _call(fn, mu.copy(), sigma.copy(), s.copy(), w.copy(), lr_mu, lr_sigma)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        _fail("snes_step: return the pair (mu, sigma)")
+    got_mu, got_sigma = (_array(v, (dim,), "snes_step") for v in out)
+    want_mu = mu + lr_mu * sigma * (w @ s)
+    want_sigma = sigma * np.exp(lr_sigma / 2 * (w @ (s ** 2 - 1)))
+    if not _close(got_mu, want_mu):
+        if _close(got_mu, mu + lr_mu * (w @ s)):
+            _fail("snes_step: the mean update lacks sigma; mu += lr_mu * sigma * sum_i w_i s_i")
+        _fail("snes_step: the mean update is off; mu += lr_mu * sigma * sum_i w_i s_i")
+    if not _close(got_sigma, want_sigma):
+        if _close(got_sigma, sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))):
+            _fail("snes_step: sigma must be updated multiplicatively (exp), or it can go negative")
+        _fail("snes_step: the sigma update is off; sigma *= exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1))")

@@ -1,0 +1,94 @@
+"""``python -m classroom`` (also ``python -m es notebooks|grade``): the course machinery.
+
+    python -m classroom notebooks [--check] [--execute [NAME ...]]   # source/ -> notebooks/, solutions/
+    python -m classroom grade SUBMISSIONS... [--csv F] [--feedback D] # grade notebooks or a class
+
+Bad input exits with status 2 and one line on stderr that says what is wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from es.errors import ESError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse's own status for usage errors)
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_commands(sub) -> None:
+    nbp = sub.add_parser("notebooks", help="build notebooks/ and solutions/ from source/")
+    nbp.add_argument("--check", action="store_true", help="exit 1 if the committed notebooks are out of date")
+    nbp.add_argument("--execute", nargs="*", default=None, metavar="NAME",
+                     help="then run the solution notebooks (all, or the NAMEs given, e.g. 04_pong) in full mode "
+                          "and commit their outputs")
+
+    g = sub.add_parser("grade", help="grade submitted notebooks")
+    g.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them (searched recursively)")
+    g.add_argument("--json", action="store_true", help="one JSON object per submission")
+    g.add_argument("--csv", type=Path, default=None, help="write the gradebook: a row per submission, a column per check")
+    g.add_argument("--feedback", type=Path, default=None, metavar="DIR",
+                   help="write a plain-text report per submission for the student")
+    g.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: one per core)")
+    g.add_argument("--cell-timeout", type=int, default=900, help="seconds per notebook cell")
+    g.add_argument("--check-timeout", type=int, default=600, help="seconds per check")
+    g.add_argument("--submission-timeout", type=int, default=3600,
+                   help="hard limit per submission: then its kernel and everything it started are killed")
+    g.add_argument("--input-seed", type=int, default=None, metavar="N",
+                   help="draw the checks' inputs from N (default: fresh for each submission; --json and the "
+                        "feedback files record the seed used, to grade again on the same inputs)")
+    g.add_argument("--checks", default=None, metavar="NAME,...",
+                   help="run only these checks (the others score 0, marked as left out)")
+    g.add_argument("--student", default=None, metavar="ID",
+                   help="whose submission (Pong runs must carry this identifier's seed); default: the folder "
+                        "holding each notebook, or nbgrader's submitted/ID/ASSIGNMENT/")
+
+
+
+def cmd_notebooks(args) -> int:
+    from .build import build
+    return build(check=args.check, execute=args.execute is not None, only=args.execute or None)
+
+
+def cmd_grade(args) -> int:
+    from .grade import main as grade_main
+    from .check import CHECKS
+    if min(args.cell_timeout, args.check_timeout, args.submission_timeout) < 1 or (args.jobs or 1) < 1:
+        raise ESError("--cell-timeout, --check-timeout, --submission-timeout and --jobs must be positive")
+    only = None if args.checks is None else set(filter(None, args.checks.split(",")))
+    if only is not None and (not only or only - set(CHECKS)):
+        raise ESError(f"--checks: unknown check(s) {', '.join(sorted(only - set(CHECKS))) or '(none given)'}; "
+                      f"the checks are {', '.join(CHECKS)}")
+    return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
+                      check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
+                      submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
+                      student=args.student)
+
+
+
+COMMANDS = {"notebooks": cmd_notebooks, "grade": cmd_grade}
+
+
+def build_parser(prog: str = "python -m classroom") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="The ES course: build the notebooks, grade submissions.",
+                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_commands(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
+    return p
+
+
+def main(argv=None, prog: str = "python -m classroom") -> int:
+    import signal
+    from es.cli import Terminated, _on_sigterm
+    args = build_parser(prog).parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return COMMANDS[args.command](args)
+    except ESError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, Terminated):
+        print("interrupted", file=sys.stderr)
+        return 130

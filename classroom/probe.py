@@ -1,0 +1,134 @@
+"""Runs in the student's kernel while it is graded: calls one of the student's functions on
+inputs the grader sent and prints what came back, as plain data (``classroom.wire``).
+
+Nothing here awards points. A notebook may change any of it (or ``numpy``, ``builtins``, its
+own stdout); all that changes is what its functions appear to return, and the grader, in its
+own process, judges that on inputs it chose for this grading run. What ``observe`` reports
+besides the value (processes a helper ran in, Python lines run) is what a notebook that
+patches this module could fake; values it cannot, without computing them.
+"""
+MARKER = "@@ES-PROBE@@"
+
+
+def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_after=False, spy=None,
+            count_lines=False, reference=()) -> dict:
+    """``{"value": fn(*args)}`` plus what was asked for:
+
+    - ``global_seed``: seed the global NumPy state first; ``draw_after``: its next
+      ``np.random.random()`` after the call (``"after"``), to see whether ``fn`` used it;
+    - ``elsewhere``: run it twice in other processes (joblib) instead, as a worker would;
+    - ``spy={"name": ..., "args": [i, j], "delay": s}``: while ``fn`` runs, ``namespace[name]``
+      records the process and its arguments ``i, j`` of each call, and waits ``delay`` s
+      (``"spied"``: ``[[pid, arg_i, arg_j], ...]``), to see how work was split over processes;
+    - ``count_lines``: Python lines run outside the installed packages (``"lines"``), to
+      see whether ``fn`` loops in Python where one batched operation was asked for;
+    - ``reference=[name, ...]``: while ``fn`` runs, ``namespace[name]`` is the course's own
+      function of that name (``REFERENCE``), so ``fn`` is graded apart from the helpers it calls.
+    """
+    import numpy as np
+    if elsewhere:
+        from joblib import Parallel, delayed
+        return {"value": Parallel(n_jobs=2)(delayed(fn)(*args) for _ in range(2))}
+    if global_seed is not None:
+        np.random.seed(global_seed)
+    reply: dict = {}
+    if spy:
+        import os
+        import tempfile
+        fd, log = tempfile.mkstemp(prefix="es-spy-")
+        os.close(fd)
+        real = namespace.get(spy["name"])
+        namespace[spy["name"]] = _spy(real, log, tuple(spy.get("args", ())), float(spy.get("delay", 0)))
+    saved = {name: namespace.get(name, _ABSENT) for name in reference}
+    for name in reference:
+        namespace[name] = _reference(name)
+    try:
+        if count_lines:
+            reply["value"], reply["lines"] = _count_lines(fn, args)
+        else:
+            reply["value"] = fn(*args)
+    finally:
+        for name, value in saved.items():
+            if value is _ABSENT:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+        if spy:
+            namespace[spy["name"]] = real
+            with open(log) as f:
+                reply["spied"] = [[int(w) for w in line.split()] for line in f if line.strip()]
+            os.unlink(log)
+    if draw_after:
+        reply["after"] = float(np.random.random())
+    return reply
+
+
+_ABSENT = object()
+REFERENCE = {"decode_result": "classroom.redis_workers:reference_decode",
+             "chunks_to_requeue": "es.distributed.master:chunks_to_requeue"}
+
+
+def _reference(name):
+    import importlib
+    module, attr = REFERENCE[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _spy(real, log, picks, delay):
+    def spied(*args, **kwargs):
+        import os
+        import time
+        with open(log, "a") as f:
+            f.write(" ".join(str(int(v)) for v in (os.getpid(), *(args[i] for i in picks))) + "\n")
+        time.sleep(delay)
+        return real(*args, **kwargs)
+    return spied
+
+
+def _count_lines(fn, args):
+    import os
+    import sys
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # es/
+    pong = os.path.join(os.path.dirname(package), "pong")
+    installed = tuple({os.path.join(d, "") for d in (sys.prefix, sys.base_prefix, sys.exec_prefix, package, pong)})
+    count = 0
+
+    def local(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def calls(frame, event, arg):
+        return None if frame.f_code.co_filename.startswith(installed) else local
+
+    old = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        value = fn(*args)
+    finally:
+        sys.settrace(old)
+    return value, count
+
+
+def call(namespace: dict, request: str) -> None:
+    from . import wire
+    try:
+        req = wire.loads(request, make_rng=True)
+        name = req["name"]
+        if name not in namespace:
+            reply = {"missing": True}
+        elif req["op"] == "kind":
+            obj = namespace[name]
+            reply = {"callable": callable(obj), "module": str(getattr(obj, "__module__", "") or "")}
+        elif req["op"] == "get":
+            reply = {"value": namespace[name]}
+        else:
+            reply = observe(namespace[name], req["args"], namespace, **req.get("observe", {}))
+    except BaseException as exc:   # the student's code may raise anything, even SystemExit
+        reply = {"error": exc.__class__.__name__, "message": str(exc)[:300]}
+    try:
+        text = wire.dumps(reply)
+    except Exception as exc:
+        text = wire.dumps({"error": "TypeError", "message": f"returned something the grader cannot read ({exc})"})
+    print(MARKER + text, flush=True)

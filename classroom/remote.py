@@ -1,0 +1,57 @@
+"""The grader's side of a call into the student's kernel.
+
+A check gets a ``Remote`` where it expects the student's function. Calling it runs the function
+in the kernel (``classroom.probe``) on the arguments the check chose, and gives back what the
+function returned, decoded as plain data. The check, the reference, the comparison and the
+points stay in the grader's process.
+"""
+from __future__ import annotations
+
+from . import wire
+from .probe import MARKER
+
+
+class KernelError(Exception):
+    """The student's code raised, or its kernel answered with something unreadable."""
+
+
+class KernelGone(Exception):
+    """The call did not finish in time (``reason == "timeout"``) or the kernel died."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def ask(execute, name: str, op: str, **fields) -> dict:
+    """One request to the kernel; ``execute(source) -> printed text`` runs a cell there."""
+    text = execute(f"from classroom.probe import call as _es_probe\n"
+                   f"_es_probe(globals(), {wire.dumps({'name': name, 'op': op, **fields})!r})")
+    lines = [line for line in text.splitlines() if line.startswith(MARKER)]
+    if not lines:
+        raise KernelError("the kernel printed no answer (was print or sys.stdout replaced?)")
+    try:
+        reply = wire.loads(lines[-1][len(MARKER):])
+    except Exception as exc:
+        raise KernelError(f"the kernel's answer is unreadable ({exc.__class__.__name__})") from None
+    if not isinstance(reply, dict):
+        raise KernelError("the kernel's answer is unreadable")
+    if "error" in reply:
+        if reply["error"] == "NotImplementedError":
+            raise NotImplementedError(str(reply.get("message", "")))
+        raise KernelError(f"{reply['error']}: {reply.get('message', '')}")
+    return reply
+
+
+class Remote:
+    """A student's function that lives in the kernel."""
+
+    def __init__(self, execute, name: str):
+        self._execute, self.name = execute, name
+
+    def observe(self, *args, **opts) -> dict:
+        """``classroom.probe.observe`` in the kernel: the value and what ``opts`` asked for."""
+        return ask(self._execute, self.name, "call", args=list(args), observe=opts)
+
+    def __call__(self, *args):
+        return self.observe(*args).get("value")

@@ -1,0 +1,162 @@
+"""What a user sees: the CLI's outputs, files and one-line errors with exit status 2."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from es.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_main(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, *fragments):
+    assert code == 2
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith("run directory")]
+    assert len(lines) == 1, err
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--sigma", "0"], "--sigma must be a positive number"),
+    (["--sigma", "-0.1"], "--sigma must be a positive number"),
+    (["--population", "1"], "--population must be an integer >= 2"),
+    (["--population", "7"], "must be even with antithetic sampling"),
+    (["--learning-rate", "0"], "--learning-rate must be positive"),
+    (["--optimizer", "rmsprop"], "--optimizer must be one of"),
+    (["--shaping", "softmax"], "--shaping must be one of"),
+    (["--generations", "0"], "--generations must be"),
+    (["--sigma", "abc"], "invalid float value"),
+])
+def test_bad_hyperparameters_exit_2_with_one_line(capsys, tmp_path, flags, fragment):
+    code, _, err = run_main(capsys, "train", "cartpole", "--out", str(tmp_path / "r"), *flags)
+    assert_one_line_error(code, err, fragment)
+    assert not (tmp_path / "r" / "checkpoint.npz").exists()
+
+
+def test_odd_population_is_fine_without_antithetic(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "train", "cartpole", "--population", "7", "--no-antithetic", "--generations", "2",
+                            "--out", str(tmp_path / "r"), "--no-progress", "--eval-episodes", "1")
+    assert code == 0 and "trained 2 generations" in out
+
+
+def test_unknown_environment(capsys, tmp_path):
+    code, _, err = run_main(capsys, "train", "NoSuchEnv-v9", "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "unknown environment 'NoSuchEnv-v9'")
+
+
+def test_never_overwrites_a_run_without_resume(capsys, tmp_path):
+    run = tmp_path / "r"
+    assert run_main(capsys, "train", "cartpole", "--out", str(run), "--no-progress")[0] == 0
+    before = (run / "checkpoint.npz").read_bytes()
+    code, _, err = run_main(capsys, "train", "cartpole", "--out", str(run), "--no-progress")
+    assert_one_line_error(code, err, "already holds a run", "--resume")
+    assert (run / "checkpoint.npz").read_bytes() == before
+
+
+def test_unwritable_out_dir(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code, _, err = run_main(capsys, "train", "cartpole", "--out", str(blocker / "run"))
+    assert_one_line_error(code, err, "cannot write to run directory")
+
+
+def test_resume_errors(capsys, tmp_path):
+    code, _, err = run_main(capsys, "train", "--resume", str(tmp_path / "missing"))
+    assert_one_line_error(code, err, "config.json")
+    run = tmp_path / "r"
+    run_main(capsys, "train", "cartpole", "--out", str(run), "--generations", "2", "--reward-goal", "1e9",
+             "--no-progress", "--eval-episodes", "1")
+    code, _, err = run_main(capsys, "train", "--resume", str(run), "--sigma", "0.05")
+    assert_one_line_error(code, err, "cannot change sigma when resuming")
+
+
+def test_missing_and_corrupt_checkpoints(capsys, tmp_path):
+    code, _, err = run_main(capsys, "eval", str(tmp_path / "nope.npz"))
+    assert_one_line_error(code, err, "checkpoint not found")
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"PK\x03\x04 this is not a zip file")
+    code, _, err = run_main(capsys, "eval", str(bad))
+    assert_one_line_error(code, err, "is corrupt")
+    np.savez(tmp_path / "other.npz", weights=np.zeros(3))
+    code, _, err = run_main(capsys, "eval", str(tmp_path / "other.npz"))
+    assert_one_line_error(code, err, "not an es-course checkpoint")
+
+
+def test_truncated_checkpoint_is_refused_on_resume(capsys, tmp_path):
+    run = tmp_path / "r"
+    run_main(capsys, "train", "cartpole", "--out", str(run), "--generations", "2", "--reward-goal", "1e9",
+             "--no-progress", "--eval-episodes", "1")
+    data = (run / "checkpoint.npz").read_bytes()
+    (run / "checkpoint.npz").write_bytes(data[: len(data) // 2])
+    code, _, err = run_main(capsys, "train", "--resume", str(run), "--generations", "4")
+    assert_one_line_error(code, err, "corrupt")
+
+
+def test_train_then_eval_with_gif_through_a_real_subprocess(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = tmp_path / "run"
+    out = subprocess.run([sys.executable, "-m", "es", "train", "cartpole", "--out", str(run), "--no-progress"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("SOLVED")
+    out = subprocess.run([sys.executable, "-m", "es", "eval", str(run / "checkpoint.npz"), "--episodes", "5",
+                          "--gif", str(tmp_path / "cartpole.gif")], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["episodes"] == 5 and result["seed"] == 1000
+    assert result["agent_mean"] >= 475 and result["agent_mean"] > result["random_mean"] and result["beats_random"]
+    from PIL import Image
+    with Image.open(tmp_path / "cartpole.gif") as im:
+        assert im.n_frames > 10 and im.size == (600, 400)
+
+
+def test_help_lists_environments():
+    out = subprocess.run([sys.executable, "-m", "es", "train", "--help"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0
+    for name in ("cartpole", "acrobot", "pendulum", "pong", "gymnasium id"):
+        assert name in out.stdout
+
+
+def test_init_starts_a_new_run_from_a_checkpoint(tmp_path, capsys):
+    from es.checkpoint import load_checkpoint
+    code, _, _ = run_main(capsys, "train", "cartpole", "--out", str(tmp_path / "a"), "--no-progress")
+    assert code == 0
+    start = load_checkpoint(tmp_path / "a")[0]
+    # A solved center meets the goal at generation 0, so the new run stops with it unchanged.
+    code, out, _ = run_main(capsys, "train", "cartpole", "--init", str(tmp_path / "a"), "--max-steps", "400",
+                            "--reward-goal", "400", "--solve-threshold", "400", "--out", str(tmp_path / "b"),
+                            "--no-progress")
+    assert code == 0 and "SOLVED" in out
+    center, meta, _ = load_checkpoint(tmp_path / "b")
+    assert np.array_equal(center, start) and meta["generation"] == 0
+    config = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert config["init"] == str(tmp_path / "a") and len(config["init_sha256"]) == 64
+    # resuming it does not reload --init
+    code, _, _ = run_main(capsys, "train", "--resume", str(tmp_path / "b"), "--generations", "3", "--no-progress")
+    assert code == 0
+
+
+def test_init_errors(tmp_path, capsys):
+    agent = ROOT / "pong" / "agent.npz"
+    code, _, err = run_main(capsys, "train", "cartpole", "--init", str(agent), "--out", str(tmp_path / "c"))
+    assert_one_line_error(code, err, "parameters, this run's policy needs 10")
+    code, _, err = run_main(capsys, "train", "--resume", str(tmp_path / "c"), "--init", str(agent))
+    assert_one_line_error(code, err, "--init starts a new run")
+    code, _, err = run_main(capsys, "train", "cartpole", "--init", str(tmp_path / "nothing.npz"),
+                            "--out", str(tmp_path / "d"))
+    assert_one_line_error(code, err, "checkpoint not found")

@@ -1,0 +1,139 @@
+"""Milestone 2: joblib workers give the same trajectory as one process, and why seeding matters."""
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+import es
+from es import noise, seeding
+from es.envs import EnvProblem, FunctionProblem
+from es.evaluators import LocalEvaluator
+from es.optimizers import SGD
+from es.parallel import EvaluationError, ParallelEvaluator, chunk_bounds
+from es.strategy import OpenES
+
+
+def _trajectory(problem, evaluator, generations=4, population=64, seed=11):
+    strategy = OpenES(problem.initial_params(seed), SGD(problem.num_params, 0.3, momentum=0.0),
+                      population=population, sigma=0.3, seed=seed, shaping=es.z_score)
+    centers = []
+    for g in range(generations):
+        seeds = seeding.episode_seeds(seed, g, 2)
+        res = evaluator.evaluate(strategy.ask(), seeds[:1], seeds)
+        strategy.tell(res.returns)
+        centers.append(strategy.center.copy())
+    return centers
+
+
+def test_any_worker_count_gives_a_bit_identical_trajectory():
+    problem = EnvProblem("CartPole-v1", hidden=(8,))
+    reference = _trajectory(problem, LocalEvaluator(problem))
+    for workers in (1, 2, 4):
+        ev = ParallelEvaluator(problem, workers=workers, adaptive=False)
+        try:
+            got = _trajectory(problem, ev)
+        finally:
+            ev.close()
+        assert all(np.array_equal(a, b) for a, b in zip(reference, got)), f"{workers} workers diverged"
+
+
+def test_cli_trains_with_workers(tmp_path):
+    from es.cli import main
+    assert main(["train", "cartpole", "--workers", "2", "--out", str(tmp_path / "r"), "--no-progress",
+                 "--eval-episodes", "2", "--generations", "3", "--reward-goal", "1e9"]) == 0
+    single = es.train(es.config_for("cartpole", generations=3, reward_goal=1e9), final_eval=False)
+    assert np.array_equal(es.checkpoint.load_checkpoint(tmp_path / "r")[0], single.center)
+
+
+def _draw(queue):
+    queue.put(np.random.standard_normal(4))
+
+
+def test_forked_workers_without_reseeding_draw_identical_noise():
+    """The classic bug: forked processes inherit the master's global RNG state."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    np.random.seed(0)
+    workers = [ctx.Process(target=_draw, args=(queue,)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    draws = [queue.get(timeout=30) for _ in workers]
+    for w in workers:
+        w.join()
+    assert np.array_equal(draws[0], draws[1]), "both workers drew the same 'random' noise"
+
+
+def _seeded_job(job):
+    job_id, members = job
+    np.random.seed(job_id)              # the classic advice
+    return {m: np.random.standard_normal(3) for m in members}
+
+
+def test_seeding_each_job_makes_noise_depend_on_the_chunking():
+    two_jobs = {**_seeded_job((0, [0, 1, 2, 3])), **_seeded_job((1, [4, 5, 6, 7]))}
+    four_jobs = {}
+    for j, chunk in enumerate([[0, 1], [2, 3], [4, 5], [6, 7]]):
+        four_jobs.update(_seeded_job((j, chunk)))
+    assert not np.array_equal(two_jobs[2], four_jobs[2]), "member 2's noise changed with the chunking"
+    # Ours: a member's noise is a function of (seed, generation, member) only.
+    ours_a = noise.antithetic_noise(5, 0, np.array([2]), 3)
+    ours_b = noise.antithetic_noise(5, 0, np.array([0, 1, 2, 3]), 3)[2:3]
+    assert np.array_equal(ours_a, ours_b)
+
+
+def test_a_nan_return_names_the_member_and_seed():
+    task = OpenES(np.zeros(2, np.float32), SGD(2, 0.1), population=8, sigma=1.0, seed=3).ask()
+    first = task.member_params(np.arange(8))[:, 0]
+    bad = int(np.argmax(first))
+    threshold = float(np.sort(first)[-2])   # exactly one member lies above it
+
+    def f(p, seed):
+        return float("nan") if p[0] > threshold else -float(np.sum(p ** 2))
+
+    problem = FunctionProblem(f, 2)
+    ev = ParallelEvaluator(problem, workers=2, adaptive=False)
+    try:
+        with pytest.raises(EvaluationError, match=rf"member {bad} of generation 0 \(run seed 3, episode seeds \[42\]\)"):
+            ev.evaluate(task, [42], None)
+    finally:
+        ev.close()
+
+
+def _raising_f(p, seed):
+    if p[1] < -1.0:
+        raise RuntimeError("the simulator crashed")
+    return 0.0
+
+
+def test_a_worker_exception_is_reported_not_hung():
+    problem = FunctionProblem(_raising_f, 2)
+    task = OpenES(np.zeros(2, np.float32), SGD(2, 0.1), population=8, sigma=1.0, seed=4).ask()
+    ev = ParallelEvaluator(problem, workers=2, adaptive=False)
+    try:
+        with pytest.raises(EvaluationError, match="the simulator crashed"):
+            ev.evaluate(task, [1], None)
+    finally:
+        ev.close()
+
+
+def test_small_work_stays_in_process_and_says_so_once():
+    messages = []
+    problem = FunctionProblem(lambda p, s: -float(np.sum(p ** 2)), 3)
+    ev = ParallelEvaluator(problem, workers=2, log=messages.append)
+    try:
+        strategy = OpenES(np.ones(3, np.float32), SGD(3, 0.1), population=8, sigma=0.1, seed=0)
+        for _ in range(6):
+            strategy.tell(ev.evaluate(strategy.ask(), [0], None).returns)
+    finally:
+        ev.close()
+    assert ev.mode == "local"
+    assert len(messages) == 1 and "staying in-process" in messages[0]
+
+
+def test_chunks_are_whole_pairs_aligned_to_noise_blocks():
+    assert chunk_bounds(256, 4) == [(0, 64), (64, 128), (128, 192), (192, 256)]
+    for population, chunks in [(64, 4), (10, 4), (2, 4), (130, 3)]:
+        bounds = chunk_bounds(population, chunks)
+        assert bounds[0][0] == 0 and bounds[-1][1] == population
+        assert all(a % 2 == 0 for a, _ in bounds)
+        assert all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))

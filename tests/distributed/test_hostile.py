@@ -1,0 +1,468 @@
+"""Milestone 3 under a hostile network, against a real Redis server with ACL roles.
+
+Each attack is performed for real: malformed and stale payloads pushed onto the result list,
+keys rewritten with the wrong type, the task record altered, heartbeats faked, jobs stolen,
+workers that lie. Every run must finish bit-identical to a single process with the same
+seed, with each event logged. The master and honest workers run in this process (threads)
+so that a run takes a second or two.
+"""
+import hashlib
+import json
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import redis
+
+import es
+from es.distributed import protocol as P
+from es.distributed.master import RedisEvaluator
+from es.distributed.server import EmbeddedRedis
+from es.distributed.worker import run_worker
+from es.parallel import EvaluationError, chunk_bounds
+from es.train import make_problem_for
+
+CHUNKS = 8
+_REFERENCE: dict = {}
+
+
+@pytest.fixture()
+def server():
+    with EmbeddedRedis() as s:
+        yield s
+
+
+def small(**kw):
+    base = dict(seed=2, generations=4, reward_goal=1e9, population=64)
+    base.update(kw)
+    return es.config_for("cartpole", **base)
+
+
+def reference(cfg):
+    key = json.dumps(cfg.to_dict(), sort_keys=True)
+    if key not in _REFERENCE:
+        _REFERENCE[key] = es.train(cfg, final_eval=False).center
+    return _REFERENCE[key]
+
+
+class Cluster:
+    """A master (this thread), honest workers and optional liars (threads), an attacker with
+    the master's credentials (``admin``: what anyone has on a server without roles) and one
+    with a worker's (``rogue``)."""
+
+    def __init__(self, server, cfg, workers=2, liars=(), start_workers=True, **evaluator):
+        self.server, self.cfg, self.logs, self.worker_logs = server, cfg, [], []
+        self.admin = redis.Redis.from_url(server.master_url)
+        self.rogue = redis.Redis.from_url(server.worker_url)
+        self.problem = make_problem_for(cfg)
+        evaluator.setdefault("lease_seconds", 1.0)
+        self.ev = RedisEvaluator(self.problem, server.master_url, chunks=CHUNKS, log=self.logs.append, **evaluator)
+        self.stop = threading.Event()
+        self.threads = []
+        self.liars = list(liars)
+        self.n_workers = workers
+        if start_workers:
+            self.start_workers()
+
+    def start_workers(self):
+        for tamper in [None] * self.n_workers + self.liars:
+            t = threading.Thread(target=run_worker, args=(self.server.worker_url,),
+                                 kwargs=dict(log=self.worker_logs.append, tamper=tamper, stop=self.stop), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def train(self):
+        try:
+            return es.train(self.cfg, self.problem, evaluator=self.ev, final_eval=False)
+        finally:
+            self.stop.set()
+            for t in self.threads:
+                t.join(10)
+
+    def task(self, generation=0, timeout=30):
+        """The decoded task record once the master is on ``generation`` (or later)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            rec = self.admin.hgetall(P.TASK)
+            if rec and int(rec[b"generation"]) >= generation:
+                return {k.decode(): v for k, v in rec.items()}
+            time.sleep(0.002)
+        raise AssertionError(f"the master never reached generation {generation}")
+
+    def during(self, generation, attack):
+        """Run ``attack(task_record)`` in a thread once ``generation`` is published."""
+        def go():
+            attack(self.task(generation))
+        t = threading.Thread(target=go, daemon=True)
+        t.start()
+        return t
+
+    def logged(self, fragment):
+        return [m for m in self.logs if fragment in m]
+
+
+def assert_identical(result, cfg):
+    assert np.array_equal(result.center, reference(cfg)), "the run diverged from the single-process run"
+
+
+# ------------------------------------------------------------------ 30+ hostile results
+def hostile_results(rec, pop, cap):
+    """(name, payload, the reason the master must log) for one generation's task record."""
+    run, nonce, g = rec["run"].decode(), rec["nonce"].decode(), int(rec["generation"])
+    digest = P.task_digest(rec)
+    bounds = chunk_bounds(pop, CHUNKS)
+    (a, b), (ca, cb) = bounds[0], bounds[-1]
+    n = b - a
+    W = b"\xee" * 8
+
+    def res(run=run, nonce=nonce, digest=digest, g=g, a=a, n=n, returns=None, lengths=None, center=None):
+        returns = np.zeros(n) if returns is None else returns
+        lengths = np.ones(n, np.uint32) if lengths is None else lengths
+        return P.encode_result(W, run, nonce, digest, g, a, returns, lengths, center)
+
+    ok = res()
+    ones = np.ones(n, np.uint32)
+    with_lengths = lambda v: res(lengths=np.where(np.arange(n) == 3, v, 1).astype(np.uint32))   # noqa: E731
+    return [
+        ("garbage", b"garbage!" * 8, "bad magic"),
+        ("empty", b"", "shorter than its header"),
+        ("truncated header", ok[:20], "shorter than its header"),
+        ("bad magic", b"XXXX" + ok[4:], "bad magic"),
+        ("unknown kind", ok[:4] + bytes([7]) + ok[5:], "unknown result kind 7"),
+        ("center flag 2", ok[:41] + bytes([2]) + ok[42:], "center flag 2"),
+        ("earlier run (stale run id)", res(run="ab" * 8), "stale result"),
+        ("earlier generation (stale nonce)", res(nonce="cd" * 8), "stale result"),
+        ("generation number off", res(g=g + 5), "stale result"),
+        ("evaluated an altered task", res(digest="ef" * 8), "altered task record"),
+        ("first member not a chunk start", res(a=a + 1), "not a chunk"),
+        ("member count not a chunk", res(n=n - 2), "not a chunk"),
+        ("members past the population", res(a=pop, n=4), "not a chunk"),
+        ("body cut short", ok[:-4], "bytes of data"),
+        ("body too long", ok + b"\0" * 4, "bytes of data"),
+        ("count 2**32-1", ok[:37] + b"\xff\xff\xff\xff" + ok[41:], "bytes of data"),
+        ("NaN return", res(returns=np.where(np.arange(n) == 2, np.nan, 0.0)), "non-finite returns"),
+        ("+inf return", res(returns=np.where(np.arange(n) == 2, np.inf, 0.0)), "non-finite returns"),
+        ("-inf return", res(returns=np.full(n, -np.inf)), "non-finite returns"),
+        ("length 0xFFFFFFFF", with_lengths(0xFFFFFFFF), "exceeds the cap"),
+        ("length cap + 1", with_lengths(cap + 1), "exceeds the cap"),
+        ("center on a chunk without it", res(center=(1.0, 1)), "has a center return"),
+        ("center missing", res(a=ca, n=cb - ca), "lacks a center return"),
+        ("NaN center", res(a=ca, n=cb - ca, center=(np.nan, 1)), "non-finite center"),
+        ("center length over the cap", res(a=ca, n=cb - ca, center=(0.0, 0xFFFFFFFF)), "center length"),
+        ("over 1 MiB", ok + b"\0" * P.MAX_RESULT_BYTES, "exceeds 1048576"),
+        ("error with a 5 kB message", P.encode_error(W, run, nonce, digest, g, a, n, "x") + b"y" * 5000,
+         "error message of"),
+        ("error of an earlier run", P.encode_error(W, "ab" * 8, nonce, digest, g, a, n, "boom"), "stale result"),
+        ("error for the current generation", P.encode_error(W, run, nonce, digest, g, a, n, "forged failure"),
+         "reported an error: forged failure"),
+        ("second error on the same chunk", P.encode_error(W, run, nonce, digest, g, a, n, "forged again"),
+         "reported an error: forged again"),
+        ("lengths all 0xFFFFFFFF", res(lengths=np.full(n, 0xFFFFFFFF, np.uint32)), "exceeds the cap"),
+        ("returns as float32 bytes", ok[:P.HEADER.size] + np.zeros(n, np.float32).tobytes() + ones.tobytes(),
+         "bytes of data"),
+    ]
+
+
+def test_thirty_hostile_results_are_dropped_and_the_run_stays_identical(server):
+    """Every payload is pushed while the master waits on generation 0 (workers start after),
+    so each is judged against the live run; the log names each one's flaw, in order."""
+    cfg = small()
+    c = Cluster(server, cfg, start_workers=False)
+    pushed = []
+
+    def attack(rec):
+        cases = hostile_results(rec, cfg.population, cap=500)
+        for _, payload, _ in cases:
+            c.rogue.rpush(P.RESULTS, payload)        # the worker role may push results
+        pushed.extend(cases)
+        time.sleep(0.5)
+        c.start_workers()
+    t = c.during(0, attack)
+    result = c.train()
+    t.join()
+    assert len(pushed) >= 30
+    assert_identical(result, cfg)
+    events = [m for m in c.logs if "dropped a result" in m or "reported an error" in m]
+    for (name, _, reason), line in zip(pushed, events):
+        assert reason in line, (name, reason, line)
+    assert len(events) >= len(pushed), c.logs
+    row = result.metrics[0]
+    assert row["errors"] == 2 and row["stale"] == 5 and row["dropped"] == len(pushed) - 7
+
+
+def test_stale_results_of_an_earlier_run_on_the_same_database_are_dropped(server):
+    """A seed-11 run's honest generation-0 results (what a worker of a crashed run pushes late)
+    arrive while a seed-12 run waits on its generation 0 with the same chunk layout: before
+    run ids, they were taken and the run diverged."""
+    old = small(seed=11)
+    recorded = []
+
+    def record(job, returns, lengths, center):
+        recorded.append((job, returns.copy(), lengths.copy(), center))
+        return returns, lengths, center
+    c_old = Cluster(server, old, workers=0, liars=[record])
+    c_old.train()
+    old_rec = {"run": c_old.ev.run}
+    payloads = [P.encode_result(b"\x11" * 8, job["r"], job["n"], "00" * 8, job["g"], job["a"], r, l, ctr)
+                for job, r, l, ctr in recorded if job["g"] == 0]
+    assert payloads and old_rec["run"]
+    new = small(seed=12)
+    c = Cluster(server, new, start_workers=False)
+
+    def replay(rec):
+        c.rogue.rpush(P.RESULTS, *payloads)
+        time.sleep(0.3)
+        c.start_workers()
+    t = c.during(0, replay)
+    result = c.train()
+    t.join()
+    assert_identical(result, new)
+    assert len(c.logged(f"stale result (run {old_rec['run']}")) == len(payloads)
+
+
+# ------------------------------------------------------------------ keys and the task record
+def _wrong_type(key, write):
+    def attack(c, rec):
+        c.admin.delete(key)
+        write(c.admin)
+    return attack
+
+
+KEY_ATTACKS = {
+    "results is a string": (_wrong_type(P.RESULTS, lambda r: r.set(P.RESULTS, "x")), "es:results held the wrong type"),
+    "jobs is a hash": (_wrong_type(P.JOBS, lambda r: r.hset(P.JOBS, "x", "y")), "es:jobs held the wrong type"),
+    "leases is a list": (_wrong_type(P.LEASES, lambda r: r.rpush(P.LEASES, "x")), "es:leases held the wrong type"),
+    "task is a list": (_wrong_type(P.TASK, lambda r: r.rpush(P.TASK, "x")), "es:task held the wrong type"),
+    "generation not an integer": (lambda c, rec: c.admin.hset(P.TASK, "generation", "zz"), "publishing it again with a new nonce"),
+    "center bytes replaced (checksum mismatch)": (
+        lambda c, rec: c.admin.hset(P.TASK, "center", b"\0" * len(rec["center"])), "publishing it again with a new nonce"),
+    "center and checksum replaced together": (
+        lambda c, rec: c.admin.hset(P.TASK, mapping={"center": b"\0" * len(rec["center"]),
+                                                     "sha256": __import__("hashlib").sha256(
+                                                         b"\0" * len(rec["center"])).hexdigest()}),
+        "publishing it again with a new nonce"),
+    "problem spec imports a module (env_id 'this:Env')": (
+        lambda c, rec: c.admin.hset(P.TASK, "problem", json.dumps({"kind": "env", "env_id": "this:Env",
+                                                                    "hidden": []})), "publishing it again with a new nonce"),
+    "problem spec with 10**6 Pong games": (
+        lambda c, rec: c.admin.hset(P.TASK, "problem", json.dumps({"kind": "pong", "num_envs": 10 ** 6, "policy": {
+            "type": "pong_dense"}})), "publishing it again with a new nonce"),
+    "lease_seconds 1e18": (lambda c, rec: c.admin.hset(P.TASK, "lease_seconds", "1e18"), "publishing it again with a new nonce"),
+    "population 2**40": (lambda c, rec: c.admin.hset(P.TASK, "population", str(2 ** 40)), "publishing it again with a new nonce"),
+    "seeds not JSON": (lambda c, rec: c.admin.hset(P.TASK, "seeds", "[1,"), "publishing it again with a new nonce"),
+}
+
+
+@pytest.mark.parametrize("name", list(KEY_ATTACKS))
+def test_rewritten_keys_and_task_records_are_repaired(server, name):
+    """With the master's credentials (what anyone has on a server without ACL roles): the
+    master repairs the key or publishes the task again; workers refuse what they must not
+    build and report instead of exiting."""
+    attack, expect = KEY_ATTACKS[name]
+    cfg = small(population=512, episodes_per_member=2)
+    c = Cluster(server, cfg, workers=2, start_workers=False)
+
+    def then_workers(rec):   # before any worker has read the task of generation 0
+        attack(c, rec)
+        c.start_workers()
+    t = c.during(0, then_workers)
+    result = c.train()
+    t.join()
+    assert_identical(result, cfg)
+    assert c.logged(expect), c.logs
+    assert "this" not in sys.modules or name != "problem spec imports a module (env_id 'this:Env')"
+
+
+def test_forged_jobs_are_dropped_by_workers(server):
+    """Jobs with members past the population, another run's id, or malformed fields: honest
+    workers drop them and say so, nothing reaches the master as an error."""
+    cfg = small()
+    c = Cluster(server, cfg, start_workers=False)
+
+    def forge(rec):
+        run, nonce, g = rec["run"].decode(), rec["nonce"].decode(), int(rec["generation"])
+        c.admin.lpush(P.JOBS, P.encode_job(run, nonce, g, 60, 200, False),      # past the population
+                      P.encode_job("ab" * 8, nonce, g, 0, 8, False),              # another run
+                      json.dumps({"r": run, "n": nonce, "g": g, "a": -1, "b": 8, "c": 0}),
+                      json.dumps({"r": run, "n": nonce, "g": True, "a": 0, "b": 8, "c": 0}),
+                      b"\xff\xfe not json")
+        c.start_workers()
+    t = c.during(0, forge)
+    result = c.train()
+    t.join()
+    assert_identical(result, cfg)
+    assert sum("dropped a bad job" in m for m in c.worker_logs) == 3, c.worker_logs
+    assert any("not a chunk of generation 0" in m for m in c.worker_logs)
+    assert all(m.get("errors", 0) == 0 for m in result.metrics)
+
+
+def test_a_fake_heartbeat_from_the_future_does_not_hold_a_chunk(server):
+    """A rogue worker pops a job and writes a lease stamped 1e18: the master treats it as no
+    heartbeat and hands the chunk out again after one lease time."""
+    cfg = small()
+    c = Cluster(server, cfg, start_workers=False)
+
+    def steal(rec):
+        _, raw = c.rogue.blpop(P.JOBS)
+        job = P.decode_job(raw)
+        c.rogue.hset(P.LEASES, P.job_id(job), json.dumps({"w": "ff" * 8, "n": job["n"], "t": 1e18}))
+        c.start_workers()
+    t = c.during(0, steal)
+    result = c.train()
+    t.join()
+    assert_identical(result, cfg)
+    assert c.logged("no worker holds a lease"), c.logs
+
+
+def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
+    """A rogue worker pops a job and renews a valid lease forever without answering: the
+    chunk's absolute deadline hands it out again."""
+    cfg = small()
+    c = Cluster(server, cfg, start_workers=False, chunk_deadline=2.0)
+    quit_ = threading.Event()
+
+    def hold(rec):
+        _, raw = c.rogue.blpop(P.JOBS)
+        job = P.decode_job(raw)
+        c.start_workers()
+        while not quit_.is_set():
+            sec, usec = c.rogue.time()
+            c.rogue.hset(P.LEASES, P.job_id(job), json.dumps({"w": "ff" * 8, "n": job["n"], "t": sec + usec / 1e6}))
+            time.sleep(0.1)
+    t = c.during(0, hold)
+    try:
+        result = c.train()
+    finally:
+        quit_.set()
+        t.join()
+    assert_identical(result, cfg)
+    assert c.logged("deadline though worker ffffffffffffffff still sends heartbeats"), c.logs
+
+
+def test_workers_that_cannot_evaluate_report_and_the_run_ends_with_every_message(server):
+    """A chunk that fails on every worker (here: evaluation raises) ends the run after
+    max_errors reports with all of them; the workers themselves keep running."""
+    cfg = small()
+
+    def broken(job, returns, lengths, center):
+        raise RuntimeError("box2d is not installed on this host")
+    c = Cluster(server, cfg, workers=0, liars=[broken, broken])
+    with pytest.raises(EvaluationError, match="failed 3 times") as err:
+        c.train()
+    assert str(err.value).count("box2d is not installed") == 3
+    assert not any("Traceback" in m for m in c.worker_logs)
+
+
+# ------------------------------------------------------------------ roles
+def test_the_worker_role_cannot_rewrite_the_task_or_push_jobs(server):
+    w = redis.Redis.from_url(server.worker_url)
+    m = redis.Redis.from_url(server.master_url)
+    m.hset(P.TASK, "generation", "0")
+    m.rpush(P.JOBS, "job")
+    forbidden = [lambda: w.hset(P.TASK, "generation", "1"), lambda: w.delete(P.TASK), lambda: w.rpush(P.JOBS, "x"),
+                 lambda: w.lpush(P.JOBS, "x"), lambda: w.hset(P.JOBS, "x", "y"), lambda: w.blpop(P.RESULTS, 1),
+                 lambda: w.hgetall(P.LEASES), lambda: w.set("es:other", 1), lambda: w.flushall(),
+                 lambda: w.config_get("*"), lambda: w.eval("return 1", 0), lambda: w.rpush(P.TASK, "x"),
+                 lambda: w.rename(P.TASK, "es:x"), lambda: w.hset(P.RESULTS, "x", "y")]
+    for i, call in enumerate(forbidden):
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            call()
+    assert w.hget(P.TASK, "generation") == b"0"
+    assert w.blpop(P.JOBS, 1) == (P.JOBS.encode(), b"job")
+    assert w.rpush(P.RESULTS, b"r") == 1
+    assert w.hset(P.LEASES, "0:0:8", "{}") == 1 and w.hdel(P.LEASES, "0:0:8") == 1
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        redis.Redis(host=server.host, port=server.port).ping()   # the default user is off
+
+
+# ------------------------------------------------------------------ lying workers
+def liar_always(job, returns, lengths, center):
+    return np.full_like(returns, 500.0), lengths, (500.0, center[1]) if center else None
+
+
+def test_a_worker_that_always_lies_is_banned_and_cannot_solve_the_run(server):
+    """CartPole on its defaults: a worker reporting 500 for every member and the center used
+    to take most chunks and "solve" at generation 0. Now the center is replayed before it
+    stops the run, the liar is banned, and the run equals the single-process run."""
+    cfg = es.config_for("cartpole", seed=0)
+    c = Cluster(server, cfg, workers=1, liars=[liar_always])
+    result = c.train()
+    assert_identical(result, cfg)
+    assert len(c.ev.banned) == 1
+    assert c.logged("banned worker"), c.logs
+    assert result.metrics[-1]["center_return"] >= 500 and len(result.metrics) == len(es.train(cfg, final_eval=False)
+                                                                                      .metrics)
+
+
+def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(server):
+    """The master's worst luck: a lie pushed for a chunk that none of generation 0's spot checks
+    lands in (the test tells the liar where they landed). Before probation it entered the update
+    whenever the liar's chunks all missed the spot checks (CI saw the always-liar test diverge
+    so); now a worker's first result is replayed wherever the spot checks are."""
+    cfg = small(population=256, generations=3)
+    c = Cluster(server, cfg, start_workers=False)
+    landed = []
+    real = c.ev._spot_check
+
+    def spied(task, seeds, bounds):
+        out = real(task, seeds, bounds)
+        landed.append((task.generation, set(out)))
+        return out
+    c.ev._spot_check = spied
+    liar = b"\x1e" * 8
+
+    pushed = []
+
+    def attack(rec):
+        try:
+            deadline = time.time() + 30
+            while not landed and time.time() < deadline:
+                time.sleep(0.002)
+            g, checked = landed[0]
+            a, b = next((a, b) for a, b in chunk_bounds(cfg.population, CHUNKS)[:-1]
+                        if not any(a <= m < b for m in checked))
+            c.rogue.rpush(P.RESULTS, P.encode_result(liar, rec["run"].decode(), rec["nonce"].decode(),
+                                                     P.task_digest(rec), 0, a, np.full(b - a, 500.0),
+                                                     np.full(b - a, 500, np.uint32), None))
+            pushed.append(g)
+            time.sleep(0.3)
+        finally:
+            c.start_workers()   # whatever happened above, the run can finish
+    t = c.during(0, attack)
+    result = c.train()
+    t.join()
+    assert pushed == [0], "the lie was not pushed during generation 0"
+    assert_identical(result, cfg)
+    assert liar.hex() in c.ev.banned and len(c.ev.banned) == 1, c.ev.banned
+    assert not [e for e in c.ev.accepted if e[2] == liar.hex()]
+    assert c.logged("probation") and result.metrics[0]["probation_checks"] >= 1
+
+
+def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
+    """With a spot check in every chunk, the first lie is caught and never enters an update;
+    the run equals the single-process run."""
+    rng = np.random.default_rng(7)
+    lies = []
+
+    def liar(job, returns, lengths, center):
+        if rng.random() < 0.1 or (len(lies) == 0 and job["g"] >= 2):   # at least one lie in a short run
+            returns = returns + 1.0
+            lies.append((job["g"], P.job_id(job), hashlib.sha256(returns.tobytes()).hexdigest()[:16]))
+        return returns, lengths, center
+    cfg = small(population=256, generations=6)
+    c = Cluster(server, cfg, workers=1, liars=[liar], spot_checks=CHUNKS)
+    result = c.train()
+    assert lies, "the liar never lied"
+    assert_identical(result, cfg)
+    assert len(c.ev.banned) == 1
+    assert not {(g, j, d) for g, j, _, d in c.ev.accepted} & set(lies), "a lie entered an update"
+
+
+def test_the_readme_shows_the_acl_lines_the_embedded_server_uses():
+    from pathlib import Path
+    from es.distributed.server import acl_lines
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for line in acl_lines("MASTER_PW", "WORKER_PW"):
+        assert line in readme.splitlines(), line
