@@ -222,11 +222,10 @@ def validate_spec(spec) -> None:
 
     if kind == "env":
         env_id = spec.get("env_id")
-        if not isinstance(env_id, str) or ":" in env_id or len(env_id) > 100:
-            raise BadPayload(f"problem spec: env_id {env_id!r:.60} is not allowed (no module:Env imports)")
-        from ..envs import KNOWN, is_registered
-        if env_id not in {e["env_id"] for e in KNOWN.values()} and not is_registered(env_id):
-            raise BadPayload(f"problem spec: env_id {env_id!r} is neither a known environment nor registered")
+        from ..envs import allowed_env_id
+        if not allowed_env_id(env_id):
+            raise BadPayload(f"problem spec: env_id {env_id!r:.60} is neither a known environment nor a registered "
+                             "gymnasium id (module:Env imports are never allowed)")
         if not layer_sizes_ok(spec.get("hidden", [])):
             raise BadPayload(f"problem spec: hidden must be at most {MAX_LAYERS} sizes in [1, {MAX_HIDDEN}]")
         bounded_int("max_steps", 1, MAX_STEPS, allow_none=True)

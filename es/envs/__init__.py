@@ -51,6 +51,14 @@ def is_registered(env_id: str) -> bool:
     return env_id in gym.registry
 
 
+def allowed_env_id(env_id) -> bool:
+    """May a worker build this environment from a spec that came over the network? A known
+    environment or a registered gymnasium id; never ``module:Env`` (gymnasium would import it)."""
+    if not isinstance(env_id, str) or ":" in env_id or len(env_id) > 100:
+        return False
+    return env_id in {e["env_id"] for e in KNOWN.values()} or is_registered(env_id)
+
+
 def resolve(name: str) -> tuple[str, dict]:
     """Short name or gymnasium id -> (short name or id, defaults). Unknown -> ESError."""
     from .. import registry
