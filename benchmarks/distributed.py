@@ -41,7 +41,7 @@ from es.distributed.worker import run_worker  # noqa: E402
 from es.optimizers import SGD  # noqa: E402
 from es.parallel import ParallelEvaluator  # noqa: E402
 from es.strategy import OpenES  # noqa: E402
-from es.train import make_problem_for  # noqa: E402
+from es.training import make_problem_for  # noqa: E402
 
 
 def workers(url, n):

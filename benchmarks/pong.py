@@ -39,7 +39,7 @@ from es.evaluators import LocalEvaluator  # noqa: E402
 from es.optimizers import Adam  # noqa: E402
 from es.parallel import ParallelEvaluator  # noqa: E402
 from es.strategy import OpenES  # noqa: E402
-from es.train import one_blas_thread  # noqa: E402
+from es.training import one_blas_thread  # noqa: E402
 from pong.env import make_pong_vector  # noqa: E402
 from pong.policy import PongConvPolicy, PongDensePolicy  # noqa: E402
 from pong.problem import PongProblem  # noqa: E402

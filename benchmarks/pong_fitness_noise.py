@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import es  # noqa: E402
 from es.shaping import centered_ranks  # noqa: E402
 from es.strategy import GenerationTask  # noqa: E402
-from es.train import one_blas_thread  # noqa: E402
+from es.training import one_blas_thread  # noqa: E402
 from pong.problem import PongProblem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

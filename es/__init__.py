@@ -1,17 +1,26 @@
 """es-course: OpenAI-style Evolution Strategies in pure NumPy.
 
-Reading order follows the course: ``noise`` (perturbations from seeds) -> ``shaping`` ->
-``optimizers`` -> ``strategy`` (ask/tell OpenES) -> ``policies`` -> ``envs`` (problems) ->
-``evaluators`` -> ``train``.
-"""
-from .config import ESConfig, config_for
-from .errors import ESError
-from .optimizers import SGD, Adam
-from .shaping import centered_ranks, raw, z_score
-from .strategy import GenerationTask, OpenES
-from .api import optimize
-from .train import TrainResult, train
+Reading order follows the course: ``seeding`` and ``noise`` (perturbations from seeds) ->
+``shaping`` -> ``optimizers`` -> ``strategy`` (ask/tell OpenES) -> ``policies`` -> ``envs``
+(problems) -> ``evaluators`` / ``parallel`` / ``distributed`` -> ``train``. The layers and
+the flow of one generation: docs/design.md.
 
-__all__ = ["ESConfig", "config_for", "ESError", "SGD", "Adam", "centered_ranks", "z_score", "raw", "OpenES",
-           "GenerationTask", "train", "TrainResult", "optimize"]
-__version__ = "0.1.0"
+The names below load on first use (PEP 562), so ``import es`` is cheap and importing one
+module (``es.envs.cartpole``) does not pull in the rest.
+"""
+from importlib import import_module
+
+_EXPORTS = {"ESConfig": "config", "config_for": "config", "ESError": "errors", "SGD": "optimizers",
+            "Adam": "optimizers", "centered_ranks": "shaping", "z_score": "shaping", "raw": "shaping",
+            "OpenES": "strategy", "GenerationTask": "strategy", "train": "training", "TrainResult": "training",
+            "optimize": "api"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    if name == "__version__":
+        from .cli import _version
+        return _version()
+    raise AttributeError(f"module 'es' has no attribute {name!r}")

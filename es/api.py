@@ -15,7 +15,7 @@ def optimize(f, x0, *, seed: int = 0, population: int = 64, sigma: float = 0.1, 
     ``f`` can use it for common random numbers; deterministic functions can ignore it.
     """
     from .envs import FunctionProblem
-    from .train import train
+    from .training import train
     x0 = np.asarray(x0, dtype=np.float32).ravel()
     config = ESConfig(env="function", seed=seed, population=population, sigma=sigma, learning_rate=learning_rate,
                       generations=generations, optimizer=optimizer, shaping=shaping, reward_goal=reward_goal,

@@ -13,35 +13,17 @@ from pathlib import Path
 from .errors import ESError
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("es-course")
+    except PackageNotFoundError:      # running from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse's own status for usage errors)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-# Flags that map one-to-one onto ESConfig fields; None means "not given".
-_TRAIN_FLAGS = [
-    ("--seed", int, "run seed: every random number of the run derives from it"),
-    ("--population", int, "members per generation (even with antithetic sampling)"),
-    ("--sigma", float, "standard deviation of the parameter noise"),
-    ("--learning-rate", float, "optimizer step size"),
-    ("--generations", int, "maximum number of generations"),
-    ("--optimizer", str, "adam or sgd"),
-    ("--momentum", float, "SGD momentum"),
-    ("--weight-decay", float, "L2 penalty on the parameters (not on the fitness)"),
-    ("--shaping", str, "fitness shaping: centered_ranks, z_score or raw"),
-    ("--noise", str, "seeds (default: noise drawn from seeded generators) or table (slices of a shared "
-                     "128 MiB table: for large populations and networks)"),
-    ("--episodes-per-member", int, "episodes averaged per member"),
-    ("--center-episodes", int, "episodes of the unperturbed center each generation"),
-    ("--reward-goal", float, "stop once the center's mean return reaches this ..."),
-    ("--consecutive-goal-stopping", int, "... for this many generations in a row"),
-    ("--solve-threshold", float, "final eval mean that counts as solved (default: the reward goal)"),
-    ("--max-steps", int, "cap on episode length"),
-    ("--eval-episodes", int, "episodes of the final check (seeds eval_seed..)"),
-    ("--workers", int, "processes evaluating the population (1 = this process)"),
-]
-# What may change when resuming without changing the run's trajectory.
-_RESUMABLE = {"generations", "workers", "eval_episodes", "solve_threshold"}
 
 
 def _hidden(text: str) -> list[int]:
@@ -51,26 +33,38 @@ def _hidden(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"--hidden takes comma-separated layer sizes like 16,16 (or '' for linear), got {text!r}")
 
 
+def _flag_options():
+    """The options table's rows that are plain ``--flags`` of ``train``."""
+    from .options import OPTIONS
+    return [o for o in OPTIONS.values() if o.flag_type is not None]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from . import registry
-    from .envs import KNOWN
-    p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.")
+    from . import envs, registry  # noqa: F401 -- importing es.envs registers the core's environments
+    p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.",
+                epilog="course commands (plug-ins): " + ", ".join(
+                    f"{c.name} ({c.help})" for c in registry.commands().values()) if registry.commands() else None)
+    p.add_argument("--version", action="version", version=f"es-course {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    envs = "\n".join([f"  {name:<10} {entry['env_id']}" for name, entry in KNOWN.items()]
-                     + [f"  {name:<10} {entry.title}" for name, entry in registry.envs().items() if name not in KNOWN])
+    listing = "\n".join(f"  {name:<10} {entry.title}: " + ", ".join(f"{k} {v}" for k, v in entry.defaults.items())
+                        for name, entry in registry.envs().items())
     t = sub.add_parser("train", help="train a policy with ES", formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Train a policy with OpenAI-ES. Each known environment comes with defaults that "
-                                   "train well; any flag overrides them.",
-                       epilog=f"environments:\n{envs}\n  any registered gymnasium id also works (e.g. MountainCar-v0)\n\n"
-                              "examples:\n  python -m es train cartpole\n  python -m es train cartpole --seed 3 --out runs/c3\n"
+                                   "train well (listed below); any flag overrides them. Defaults shown in [brackets] "
+                                   "are the options table's (es/options.py), for environments that set none.",
+                       epilog=f"environments and the settings they change:\n{listing}\n  any registered gymnasium id "
+                              "also works (e.g. MountainCar-v0)\n\nexamples:\n  python -m es train cartpole\n"
+                              "  python -m es train cartpole --seed 3 --out runs/c3\n"
                               "  python -m es train --resume runs/c3 --generations 200")
     t.add_argument("env", nargs="?", help="environment name or gymnasium id (optional with --resume)")
-    for flag, typ, text in _TRAIN_FLAGS:
-        t.add_argument(flag, type=typ, default=None, help=text)
-    t.add_argument("--hidden", type=_hidden, default=None, help="hidden layer sizes, e.g. 16,16; '' = linear policy")
+    for o in _flag_options():
+        default = f" [{o.default}]" if o.default is not None else ""
+        t.add_argument(o.flag, type=o.flag_type, default=None, choices=o.choices or None, help=o.help + default,
+                       metavar=None if o.choices else {int: "N", float: "X"}.get(o.flag_type, "VALUE"))
+    t.add_argument("--hidden", type=_hidden, default=None, help="hidden layer sizes, e.g. 16,16; '' = linear policy [16]")
     t.add_argument("--no-antithetic", action="store_true", help="plain instead of mirrored sampling")
     t.add_argument("--policy", default=None, help="pong: dense (default) or conv")
-    t.add_argument("--num-envs", type=int, default=None, help="pong: games stepped at once by the vector env")
+    t.add_argument("--num-envs", type=int, default=None, help="pong: game slots stepped at once per process [32]")
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
     t.add_argument("--init", type=Path, default=None, metavar="CHECKPOINT",
@@ -84,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--redis-password-file", type=Path, default=None, metavar="FILE",
                    help="redis: read the password from FILE (default: $ES_REDIS_PASSWORD, else the URL)")
     t.add_argument("--lease-seconds", type=float, default=10.0,
-                   help="redis: a chunk whose worker is silent this long is handed out again")
+                   help="redis: a chunk whose worker is silent this long is handed out again [10]")
     t.add_argument("--chunk-deadline", type=float, default=None,
                    help="redis: hand a chunk out again this long after queueing it, heartbeats or not "
                         "(default: max(60 s, 5x the slowest chunk so far))")
@@ -109,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="play a checkpoint on the real environment")
     e.add_argument("checkpoint", type=Path, help="checkpoint.npz, a run directory, or a shipped agent .npz")
-    e.add_argument("--episodes", type=int, default=20)
+    e.add_argument("--episodes", type=int, default=20, help="episodes to play [20]")
     e.add_argument("--seed", type=int, default=None, help="first episode seed (default: the run's eval seed)")
     e.add_argument("--gif", type=Path, default=None, help="write a GIF of the first episode")
     e.add_argument("--no-random", action="store_true", help="skip the random-policy baseline")
@@ -118,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_train(args) -> int:
     from .config import config_for
-    from .train import load_run_config, train
-    given = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in _TRAIN_FLAGS}
+    from .training import load_run_config, train
+    from .options import OPTIONS
+    given = {o.name: getattr(args, o.name) for o in _flag_options()}
     given["hidden"] = args.hidden
     if args.no_antithetic:
         given["antithetic"] = False
@@ -138,10 +133,11 @@ def cmd_train(args) -> int:
             if any(config.extra.get(k) != v for k, v in extra.items()):
                 raise ESError(f"cannot change --policy or --num-envs when resuming (the run uses {config.extra})")
         for k, v in given.items():
-            if v is not None and k not in _RESUMABLE and v != getattr(config, k):
+            resumable = sorted(o.flag for o in OPTIONS.values() if o.resumable)
+            if v is not None and not OPTIONS[k].resumable and v != getattr(config, k):
                 raise ESError(f"cannot change {k} when resuming (the run uses {getattr(config, k)!r}); "
-                              f"only {', '.join(sorted(_RESUMABLE))} may change")
-            if v is not None and k in _RESUMABLE:
+                              f"only {', '.join(resumable)} may change")
+            if v is not None and OPTIONS[k].resumable:
                 setattr(config, k, v)
         config.validate()
         run_dir = args.resume
@@ -175,7 +171,7 @@ def _train_with_redis(args, config, run_dir):
     import os
     import subprocess
     from .distributed.master import RedisEvaluator
-    from .train import make_problem_for, train
+    from .training import make_problem_for, train
     from .distributed.connection import read_password
     args.chunks = 8 if args.chunks is None else args.chunks
     if not (0 < args.lease_seconds <= 3600) or args.chunks < 1:
@@ -228,7 +224,7 @@ def _train_with_redis(args, config, run_dir):
 
 def _train_with_dask(args, config, run_dir):
     from .distributed.dask_evaluator import DaskEvaluator
-    from .train import make_problem_for, train
+    from .training import make_problem_for, train
     if args.chunks is not None and args.chunks < 1:
         raise ESError(f"--chunks must be >= 1, got {args.chunks}")
     problem = make_problem_for(config, one_thread=True)   # a Dask worker process per core
@@ -282,9 +278,17 @@ def _on_sigterm(*_):
     raise Terminated()
 
 
+def setup_logging() -> None:
+    """What the library logs (es.*, pong.*, classroom.*) goes to stderr, one plain line each."""
+    import logging
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+
+
 def main(argv=None) -> int:
     import signal
     from . import registry
+    setup_logging()
     argv = sys.argv[1:] if argv is None else list(argv)
     plugin = registry.commands().get(argv[0]) if argv else None
     if plugin is not None:       # a plug-in's command (the course's notebooks, release, grade)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .interfaces import Evaluator
 from .strategy import GenerationTask
 
 
@@ -54,7 +55,7 @@ def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds
     return member_returns, member_lengths, None, 0
 
 
-class LocalEvaluator:
+class LocalEvaluator(Evaluator):
     """Every member in this process, in one batched call."""
     name = "local"
 
@@ -65,5 +66,3 @@ class LocalEvaluator:
         r, l, cr, cl = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
         return GenerationResult(r, l, cr, cl)
 
-    def close(self):
-        pass

@@ -26,14 +26,18 @@ it chose, and stays in-process if that is faster; it re-checks every ``recheck``
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import time
 
 import numpy as np
 
 from .errors import ESError
 from .evaluators import GenerationResult, evaluate_members
+from .interfaces import Evaluator
 from .strategy import GenerationTask
+
+
+log = logging.getLogger(__name__)
 
 
 class EvaluationError(ESError):
@@ -78,20 +82,19 @@ def chunk_bounds(population: int, chunks: int, align: int = 32) -> list[tuple[in
     return [(a, min(a + size, population)) for a in range(0, population, size)]
 
 
-class ParallelEvaluator:
+class ParallelEvaluator(Evaluator):
     name = "joblib"
 
     def __init__(self, problem, workers: int = 2, chunks_per_worker: int | None = None, adaptive: bool = True,
-                 recheck: int = 25, log=None):
+                 recheck: int = 25):
         from joblib import Parallel
         if workers < 1:
             raise ESError(f"--workers must be >= 1, got {workers}")
         if chunks_per_worker is None:
             # Batched problems balance their own episodes; loops gain from a few chunks each.
-            chunks_per_worker = 1 if getattr(problem, "batched", False) else 3
+            chunks_per_worker = 1 if problem.batched else 3
         self.problem, self.workers, self.chunks_per_worker = problem, int(workers), int(chunks_per_worker)
         self.adaptive, self.recheck = adaptive, int(recheck)
-        self.log = log or (lambda msg: print(msg, file=sys.stderr))
         spec = problem.spec()
         # Environments travel as a JSON spec and are rebuilt once per worker; a Python
         # function problem travels as itself (loky pickles it; it never leaves this machine).
@@ -143,11 +146,11 @@ class ParallelEvaluator:
         if self._announced != self.mode:
             ratio = local / par
             if self.mode == "local":
-                self.log(f"parallel: in-process evaluation is faster for this workload ({1e6 * local:.2f} us vs "
+                log.info(f"parallel: in-process evaluation is faster for this workload ({1e6 * local:.2f} us vs "
                          f"{1e6 * par:.2f} us per env step with {self.workers} workers); staying in-process. "
                          "A larger population or a heavier environment will use the workers.")
             else:
-                self.log(f"parallel: {self.workers} workers are {ratio:.2f}x faster than in-process; using them")
+                log.info(f"parallel: {self.workers} workers are {ratio:.2f}x faster than in-process; using them")
             self._announced = self.mode
 
     def _dispatch(self, task: GenerationTask, seeds, center_seeds):

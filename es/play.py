@@ -2,12 +2,15 @@
 same seeds, and record a GIF of one episode."""
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
 
 from .checkpoint import load_checkpoint
 from .errors import ESError
+
+log = logging.getLogger(__name__)
 
 # Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -41,8 +44,8 @@ def load_agent(path):
     return problem, center, meta
 
 
-def evaluate_checkpoint(path, episodes: int = 20, seed: int | None = None, gif=None, random_baseline: bool = True,
-                        log=print) -> dict:
+def evaluate_checkpoint(path, episodes: int = 20, seed: int | None = None, gif=None,
+                        random_baseline: bool = True) -> dict:
     if episodes < 1:
         raise ESError(f"--episodes must be >= 1, got {episodes}")
     problem, params, meta = load_agent(path)
@@ -55,18 +58,18 @@ def evaluate_checkpoint(path, episodes: int = 20, seed: int | None = None, gif=N
     m, s, ci = mean_ci95(returns)
     out.update(agent_mean=m, agent_std=s, agent_ci95=ci, agent_returns=[float(r) for r in returns],
                agent_mean_length=float(np.mean(lengths)))
-    log(f"agent : {m:8.2f} +- {s:.2f}  (95% CI [{ci[0]:.2f}, {ci[1]:.2f}]) over {episodes} episodes, seeds {seed}..{seed + episodes - 1}")
+    log.info(f"agent : {m:8.2f} +- {s:.2f}  (95% CI [{ci[0]:.2f}, {ci[1]:.2f}]) over {episodes} episodes, seeds {seed}..{seed + episodes - 1}")
     if random_baseline:
         r_returns = problem.play_random(seeds)
         rm, rs, rci = mean_ci95(r_returns)
         out.update(random_mean=rm, random_std=rs, random_ci95=rci)
-        log(f"random: {rm:8.2f} +- {rs:.2f}  (95% CI [{rci[0]:.2f}, {rci[1]:.2f}]) same seeds")
+        log.info(f"random: {rm:8.2f} +- {rs:.2f}  (95% CI [{rci[0]:.2f}, {rci[1]:.2f}]) same seeds")
         out["beats_random"] = bool(ci[0] > rci[1])
     if gif:
         frames = problem.frames(params, int(seed))
         write_gif(frames, gif)
         out["gif"] = str(gif)
-        log(f"wrote {gif} ({len(frames)} frames, seed {seed})")
+        log.info(f"wrote {gif} ({len(frames)} frames, seed {seed})")
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import registry
 from .seeding import INIT, rng_for
 
 
@@ -92,9 +93,9 @@ class MLPPolicy:
 
 
 def make_policy(spec: dict):
-    kind = spec.get("type")
-    if kind == "mlp":
-        return MLPPolicy(spec["obs_dim"], spec["act_dim"], spec.get("hidden", ()), spec.get("discrete", True),
-                         spec.get("low"), spec.get("high"))
-    from . import registry   # policies of plug-ins (e.g. Pong's)
-    return registry.policy_factory(kind)(spec)
+    """A policy from its spec: the core's ``mlp`` or a plug-in's type (e.g. Pong's)."""
+    return registry.policy_factory(spec.get("type"))(spec)
+
+
+registry.register_policy("mlp", lambda s: MLPPolicy(s["obs_dim"], s["act_dim"], s.get("hidden", ()),
+                                                     s.get("discrete", True), s.get("low"), s.get("high")))

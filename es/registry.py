@@ -1,32 +1,33 @@
-"""Plug-ins: environments, problem kinds and policy types that live outside the core.
+"""One registry: environments, problem kinds, policy types and commands, by name.
 
-The core (``es``) knows gymnasium environments played by an MLP. Anything else, Pong
-included, registers itself here and the core never imports it by name:
+The core registers its own (``es.envs``: CartPole, Acrobot, Pendulum, the ``env`` problem
+kind, the ``mlp`` policy) exactly as plug-ins register theirs, and never imports a plug-in
+by name:
 
     # mypkg/plugin.py
     from es import registry
     def register():
         registry.register_policy("my_policy", make_my_policy)
         registry.register_problem("my_kind", from_spec=MyProblem.from_spec, validate_spec=check_my_spec)
-        registry.register_env("mine", make_problem=lambda config: MyProblem(...), defaults={...})
+        registry.register_env("mine", make_problem=lambda config, one_thread: MyProblem(...), defaults={...})
 
     # mypkg's pyproject.toml
     [project.entry-points."es.plugins"]
     mine = "mypkg.plugin:register"
 
 Plug-ins are found through the ``es.plugins`` entry points of installed packages (this
-checkout's ``pyproject.toml`` declares ``pong``) and ``$ES_PLUGINS`` (comma-separated
+checkout declares ``pong`` and ``classroom``) and ``$ES_PLUGINS`` (comma-separated
 ``module:function``), loaded once, on first need. A problem kind's ``validate_spec`` is what a
 worker runs on a spec that came over the network before building anything: raise
-``ValueError`` with the reason.
-
-``make_problem(config, one_thread)``: with ``one_thread`` the problem is built for one of
-several worker processes (a problem with threads of its own should then use one).
+``ValueError`` with the reason. ``make_problem(config, one_thread)``: with ``one_thread`` the
+problem is built for one of several worker processes (a problem with threads of its own
+should then use one). An environment's ``defaults`` are ESConfig settings (``es.options``)
+that train it well.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import ESError
@@ -36,7 +37,7 @@ from .errors import ESError
 class EnvEntry:
     name: str
     make_problem: Callable            # (ESConfig, one_thread: bool) -> problem
-    defaults: dict                    # {"hidden": [...], "train": {ESConfig field: value}}
+    defaults: dict = field(default_factory=dict)   # ESConfig settings for this environment
     aliases: tuple = ()
     title: str = ""                   # one line for `python -m es train --help`
     check_config: Callable | None = None   # (ESConfig) -> None, raises ESError
@@ -58,12 +59,15 @@ class Command:
 _ENVS: dict[str, EnvEntry] = {}
 _PROBLEMS: dict[str, ProblemKind] = {}
 _POLICIES: dict[str, Callable] = {}
-_COMMANDS: dict[str, "Command"] = {}
+_COMMANDS: dict[str, Command] = {}
 _loaded = False
 _errors: list[str] = []
 
 
-def register_env(name: str, *, make_problem, defaults: dict, aliases=(), title: str = "", check_config=None) -> None:
+def register_env(name: str, *, make_problem, defaults: dict | None = None, aliases=(), title: str = "",
+                 check_config=None) -> None:
+    defaults = dict(defaults or {})
+    defaults.update(defaults.pop("train", {}))   # the nested {"hidden": ..., "train": {...}} of plug-ins before 0.2
     _ENVS[name] = EnvEntry(name, make_problem, defaults, tuple(aliases), title, check_config)
 
 
@@ -79,11 +83,6 @@ def register_command(name: str, *, help: str, run) -> None:
     """A ``python -m es NAME ...`` command of a plug-in (the course registers notebooks, release
     and grade): ``run(argv)`` gets the arguments after NAME and returns the exit status."""
     _COMMANDS[name] = Command(name, help, run)
-
-
-def commands() -> dict[str, Command]:
-    load_plugins()
-    return dict(_COMMANDS)
 
 
 def load_plugins() -> None:
@@ -104,15 +103,8 @@ def load_plugins() -> None:
             _errors.append(f"plug-in {name} ({target}) failed to load: {exc.__class__.__name__}: {exc}")
 
 
-def _hint() -> str:
-    if _errors:
-        return "; " + "; ".join(_errors)
-    if not (_ENVS or _PROBLEMS or _POLICIES):
-        return "; no plug-ins are installed (pip install -r requirements.txt registers this checkout's Pong)"
-    return ""
-
-
-def env(name: str) -> EnvEntry | None:
+def env(name) -> EnvEntry | None:
+    """The environment registered as ``name`` or with ``name`` among its aliases."""
     load_plugins()
     if name in _ENVS:
         return _ENVS[name]
@@ -134,6 +126,17 @@ def policy_factory(type_name: str):
     if type_name not in _POLICIES:
         raise ValueError(f"unknown policy type {type_name!r}{_hint()}")
     return _POLICIES[type_name]
+
+
+def commands() -> dict[str, Command]:
+    load_plugins()
+    return dict(_COMMANDS)
+
+
+def _hint() -> str:
+    if _errors:
+        return "; " + "; ".join(_errors)
+    return ""
 
 
 def missing(what: str) -> ESError:

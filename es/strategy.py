@@ -23,7 +23,9 @@ from typing import Callable
 import numpy as np
 
 from . import noise
+from .noise_table import check_dim
 from .optimizers import Optimizer
+from .options import OPTIONS
 from .shaping import centered_ranks
 
 
@@ -49,10 +51,10 @@ class GenerationTask:
 
 
 def check_hyperparameters(population: int, sigma: float, antithetic: bool) -> None:
-    if not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a positive number, got {sigma}")
-    if int(population) != population or population < 2:
-        raise ValueError(f"population must be an integer >= 2, got {population}")
+    """The options table's rules (es.options), for the Python API: ValueError with the reason."""
+    for name, value in (("sigma", sigma), ("population", population)):
+        if not OPTIONS[name].valid(value):
+            raise ValueError(OPTIONS[name].message(value, flag=False))
     if antithetic and population % 2:
         raise ValueError(f"population must be even with antithetic sampling (members come in +/- pairs), got {population}")
 
@@ -65,7 +67,6 @@ class OpenES:
         if noise_scheme not in noise.SCHEMES:
             raise ValueError(f"noise must be one of {', '.join(noise.SCHEMES)}, got {noise_scheme!r}")
         if noise_scheme == "table":
-            from .noise_table import check_dim
             check_dim(np.asarray(center).size)
         self.noise_scheme = noise_scheme
         self.center = np.asarray(center, dtype=np.float32).copy()

@@ -4,7 +4,7 @@ the allow-list a worker applies to a spec from the network, and the two policy t
 from __future__ import annotations
 
 from es import registry
-from es.distributed.protocol import MAX_STEPS, int_in, layer_sizes_ok
+from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
 # What a worker agrees to build from a spec it did not write, beyond the core's bounds.
@@ -12,10 +12,9 @@ MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 1024, 64, 256
 
 # Fitness is the game score within a capped episode (max_steps agent steps); evaluation
 # plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
-DEFAULTS = {"hidden": [],
-            "train": {"population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
-                      "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0,
-                      "eval_episodes": 10, "extra": {"policy": "dense", "num_envs": 32}}}
+DEFAULTS = {"hidden": [], "population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
+            "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0, "eval_episodes": 10,
+            "extra": {"policy": "dense", "num_envs": 32}}
 
 
 def validate_spec(spec: dict) -> None:

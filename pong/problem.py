@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from es.interfaces import Problem
+
 from .env import make_pong
 from .games import PongGames
 from .policy import make_pong_policy
 
 
-class PongProblem:
+class PongProblem(Problem):
     batched = True   # one process plays many episodes at once
 
     def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 32,

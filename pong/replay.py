@@ -106,7 +106,7 @@ def load_run(run_dir, student_id: str):
 
 def strategy_for(config):
     """(strategy, optimizer, problem) exactly as ``es.train`` builds them for a fresh run."""
-    from es.train import make_problem_for, make_strategy
+    from es.training import make_problem_for, make_strategy
     problem = make_problem_for(config, one_thread=False)
     strategy, optimizer = make_strategy(config, problem.initial_params(config.seed), problem.num_params)
     return strategy, optimizer, problem
@@ -117,7 +117,7 @@ def replay_chain(config, returns, sample: set):
     {generation: task} for the generations in ``sample``, problem). Same code and one BLAS
     thread, as in training, so on the same NumPy build the result is bit for bit the
     checkpoint's."""
-    from es.train import one_blas_thread
+    from es.training import one_blas_thread
     strategy, optimizer, problem = strategy_for(config)
     tasks = {}
     with one_blas_thread():
@@ -163,6 +163,5 @@ def verify_run(run_dir, student_id: str, rng: np.random.Generator, episodes: int
                                   f"but playing that member's game again gives {got[0]:+.5f}: the returns were "
                                   "not played by this run's policies")
     finally:
-        if hasattr(problem, "close"):
-            problem.close()
+        problem.close()
     return Replay(g_count, center, diff, seen, time.perf_counter() - t0)

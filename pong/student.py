@@ -60,7 +60,7 @@ def student_config(student_id: str, **overrides):
 def student_problem(config, head=None):
     """The problem ``config`` trains on; ``head`` (notebook 04's ``batched_policy``) computes the
     policy's actions in every game, in this process and in the worker processes."""
-    from es.train import make_problem_for
+    from es.training import make_problem_for
     problem = make_problem_for(config)
     if head is None:
         return problem
@@ -134,7 +134,7 @@ def train_until_beats_random(config, run_dir, problem=None, *, check_every: int 
     training. Returns ``(verdict or None, train_seconds, generations)``; evaluation time is
     not training time."""
     import es
-    from es.train import _read_metrics, make_evaluator
+    from es.training import _read_metrics, make_evaluator
     run_dir = Path(run_dir)
     verdict, total = None, int(config.generations)
     passed = run_dir / "beats_random.json"      # the first passing checkpoint's verdict: done

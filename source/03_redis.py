@@ -171,7 +171,7 @@ check.gather(gather)
 # %%
 from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
-from es.train import make_problem_for
+from es.training import make_problem_for
 
 config = es.config_for("cartpole", seed=0)
 with EmbeddedRedis() as server:

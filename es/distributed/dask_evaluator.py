@@ -41,7 +41,7 @@ _WORKER_ID = os.urandom(8)
 def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> bytes:
     """Worker side: members ``[first, end)`` of the task ``record`` (and the center), as a
     result payload."""
-    from ..train import one_blas_thread
+    from ..training import one_blas_thread
     task, spec, seeds, center_seeds, meta = P.decode_task(record)
     problem = _problem(json.dumps(spec, sort_keys=True), None)
     with one_blas_thread():

@@ -26,7 +26,7 @@ ERROR_PAUSE = 1.0   # after reporting an error, let idle peers take the requeued
 
 def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
                stop: threading.Event | None = None) -> int:
-    from ..train import one_blas_thread
+    from ..training import one_blas_thread
     with one_blas_thread():
         return _run_worker(url, max_jobs, log, password, tamper, stop)
 

@@ -35,9 +35,9 @@ def assert_one_line_error(code, err, *fragments):
     (["--sigma", "-0.1"], "--sigma must be a positive number"),
     (["--population", "1"], "--population must be an integer >= 2"),
     (["--population", "7"], "must be even with antithetic sampling"),
-    (["--learning-rate", "0"], "--learning-rate must be positive"),
-    (["--optimizer", "rmsprop"], "--optimizer must be one of"),
-    (["--shaping", "softmax"], "--shaping must be one of"),
+    (["--learning-rate", "0"], "--learning-rate must be a positive number"),
+    (["--optimizer", "rmsprop"], "--optimizer: invalid choice: 'rmsprop' (choose from 'adam', 'sgd')"),
+    (["--shaping", "softmax"], "--shaping: invalid choice"),
     (["--generations", "0"], "--generations must be"),
     (["--sigma", "abc"], "invalid float value"),
 ])

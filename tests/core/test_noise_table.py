@@ -76,7 +76,7 @@ def test_the_gradient_estimate_points_uphill():
 
 def test_training_with_the_table_is_bit_identical_for_any_worker_count():
     from es.parallel import ParallelEvaluator
-    from es.train import make_problem_for
+    from es.training import make_problem_for
     cfg = es.config_for("cartpole", seed=4, generations=3, reward_goal=1e9, population=64, noise="table")
     reference = es.train(cfg, final_eval=False)
     problem = make_problem_for(cfg)
@@ -97,7 +97,7 @@ def test_cartpole_solves_with_the_table():
 
 
 def test_bad_scheme_and_oversized_policy_are_clear_errors():
-    with pytest.raises(ESError, match="--noise must be seeds or table"):
+    with pytest.raises(ESError, match="--noise must be one of seeds, table"):
         es.config_for("cartpole", noise="tabel").validate()
     with pytest.raises(ValueError, match="too few for"):
         OpenES(np.zeros(noise_table.TABLE_SIZE, np.float32), SGD(1, 0.1), population=4, sigma=0.1, seed=0,

@@ -116,10 +116,10 @@ def test_a_worker_exception_is_reported_not_hung():
         ev.close()
 
 
-def test_small_work_stays_in_process_and_says_so_once():
-    messages = []
+def test_small_work_stays_in_process_and_says_so_once(caplog):
+    caplog.set_level("INFO", logger="es.parallel")
     problem = FunctionProblem(lambda p, s: -float(np.sum(p ** 2)), 3)
-    ev = ParallelEvaluator(problem, workers=2, log=messages.append)
+    ev = ParallelEvaluator(problem, workers=2)
     try:
         strategy = OpenES(np.ones(3, np.float32), SGD(3, 0.1), population=8, sigma=0.1, seed=0)
         for _ in range(6):
@@ -127,6 +127,7 @@ def test_small_work_stays_in_process_and_says_so_once():
     finally:
         ev.close()
     assert ev.mode == "local"
+    messages = [r.getMessage() for r in caplog.records if r.name == "es.parallel"]
     assert len(messages) == 1 and "staying in-process" in messages[0]
 
 

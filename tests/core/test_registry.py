@@ -10,7 +10,7 @@ import pytest
 
 import es
 from es.distributed import protocol as P
-from es.envs import make_problem, resolve
+from es.envs import entry_for, make_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ def test_the_core_trains_with_pong_absent_and_names_the_missing_plugin():
 
 
 def test_pong_registers_itself_by_entry_point():
-    assert resolve("ALE/Pong-v5")[0] == resolve("Pong")[0] == "pong"
+    assert entry_for("ALE/Pong-v5").name == entry_for("Pong").name == "pong"
     problem = make_problem({"kind": "pong", "policy": {"type": "pong_dense", "band": 6, "hidden": []},
                             "max_steps": 10, "num_envs": 2, "threads": 0})
     assert problem.num_params == es.policies.make_policy({"type": "pong_dense", "band": 6, "hidden": []}).num_params
@@ -54,10 +54,10 @@ def test_pong_registers_itself_by_entry_point():
 PLUGIN = '''
 import numpy as np
 from es import registry
+from es.interfaces import Problem
 
-class Sphere:
+class Sphere(Problem):
     """f(x) = -|x - 1|^2 plus seeded noise: a problem any process rebuilds from its spec."""
-    batched = False
     def __init__(self, dim): self.dim = dim
     @classmethod
     def from_spec(cls, spec): return cls(spec["dim"])

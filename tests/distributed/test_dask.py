@@ -11,7 +11,7 @@ from es.checkpoint import load_checkpoint
 from es.distributed import protocol as P
 from es.envs import FunctionProblem
 from es.errors import ESError
-from es.train import make_problem_for
+from es.training import make_problem_for
 
 distributed = pytest.importorskip("dask.distributed")
 from es.distributed.dask_evaluator import DaskEvaluator, evaluate_chunk  # noqa: E402

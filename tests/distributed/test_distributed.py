@@ -17,7 +17,7 @@ from es.distributed import protocol as P
 from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
 from es.errors import ESError
-from es.train import make_problem_for
+from es.training import make_problem_for
 from conftest import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]

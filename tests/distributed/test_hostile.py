@@ -22,7 +22,7 @@ from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
 from es.distributed.worker import run_worker
 from es.parallel import EvaluationError, chunk_bounds
-from es.train import make_problem_for
+from es.training import make_problem_for
 
 CHUNKS = 8
 _REFERENCE: dict = {}

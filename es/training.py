@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import seeding
+from . import envs, seeding
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import ESConfig
 from .errors import ESError
@@ -53,13 +53,7 @@ def make_problem_for(config: ESConfig, one_thread: bool | None = None):
     """The problem of ``config``; ``one_thread`` (default: with several workers) makes each
     process step its environments on one thread."""
     one_thread = config.workers > 1 if one_thread is None else one_thread
-    from . import registry
-    plugin = registry.env(config.env)
-    if plugin is not None:
-        return plugin.make_problem(config, one_thread)
-    from .envs import EnvProblem, resolve
-    _, entry = resolve(config.env)
-    return EnvProblem(entry["env_id"], config.hidden, config.max_steps)
+    return envs.entry_for(config.env).make_problem(config, one_thread)
 
 
 def make_evaluator(config: ESConfig, problem):
@@ -207,8 +201,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             bar.close()
         if own_evaluator:
             evaluator.close()
-        if hasattr(problem, "close"):
-            problem.close()
+        problem.close()
 
     summary = {"env": config.env, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
                else strategy.generation + 1, "stopped": state["finished"] or "generations",

@@ -1,0 +1,63 @@
+"""The three roles every part of ES plays, declared (``typing.Protocol``) instead of probed.
+
+Concrete classes subclass them explicitly, which gives them the defaults below (a problem is
+not batched and has nothing to close unless it says so); anything with the same methods also
+type-checks as the role.
+"""
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Maps observations to actions for many parameter vectors at once: ``unflatten`` turns a
+    ``(rows, num_params)`` matrix into per-row layers, ``forward(layers, obs)`` gives row ``r``'s
+    action for ``obs[r]``, so a result never depends on the batch it was computed in."""
+    num_params: int
+    discrete: bool
+
+    def spec(self) -> dict: ...
+    def initial_params(self, seed: int) -> np.ndarray: ...
+    def unflatten(self, params: np.ndarray) -> list: ...
+    def forward(self, layers: list, obs: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Problem(Protocol):
+    """What ES optimises: parameters -> returns. ``run_episodes(params, rows, seeds)`` plays one
+    episode per ``(params[rows[k]], seeds[k])`` and returns ``(returns, lengths)``; the outcome is
+    a pure function of the parameters and the seed. ``spec()`` is JSON from which any process
+    rebuilds the problem (``es.envs.make_problem``)."""
+    batched = False                   # True: one call plays many episodes at once (one chunk per worker)
+    episode_cap: int | None = None    # most env steps one episode can take (None: no bound known)
+
+    @property
+    def num_params(self) -> int: ...
+    def spec(self) -> dict: ...
+    def initial_params(self, seed: int) -> np.ndarray: ...
+    def run_episodes(self, params: np.ndarray, rows, seeds) -> tuple[np.ndarray, np.ndarray]: ...
+    def play(self, params: np.ndarray, seeds) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def close(self) -> None:
+        """Release environments, threads and processes."""
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Turns one generation's task into returns, wherever members are evaluated (this process,
+    joblib workers, Redis workers, a Dask cluster). ``untrusted``: returns came over a network,
+    so ``train`` asks ``verify_center`` before a goal stops the run."""
+    name: str
+    untrusted = False
+
+    def evaluate(self, task, seeds, center_seeds):
+        """``task``: an ``es.strategy.GenerationTask``; returns an ``es.evaluators.GenerationResult``."""
+
+    def verify_center(self, center_seeds, reported: float) -> float:
+        return reported
+
+    def close(self) -> None:
+        """Stop workers and free what the evaluator holds."""
