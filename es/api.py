@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .config import ESConfig
+from .envs import FunctionProblem
+from .training import train
 
 
 def optimize(f, x0, *, seed: int = 0, population: int = 64, sigma: float = 0.1, learning_rate: float = 0.05,
@@ -14,8 +16,6 @@ def optimize(f, x0, *, seed: int = 0, population: int = 64, sigma: float = 0.1, 
     ``seed`` is a different integer each generation (the same for every member), so a noisy
     ``f`` can use it for common random numbers; deterministic functions can ignore it.
     """
-    from .envs import FunctionProblem
-    from .training import train
     x0 = np.asarray(x0, dtype=np.float32).ravel()
     config = ESConfig(env="function", seed=seed, population=population, sigma=sigma, learning_rate=learning_rate,
                       generations=generations, optimizer=optimizer, shaping=shaping, reward_goal=reward_goal,

@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import signal
+import subprocess
 import sys
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from . import envs, registry  # noqa: F401 -- importing es.envs registers the core's environments
+from .config import config_for
 from .errors import ESError
+from .options import OPTIONS
+from .play import evaluate_checkpoint
+from .training import load_run_config, make_problem_for, train
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("es-course")
     except PackageNotFoundError:      # running from a checkout that was never installed
@@ -35,12 +44,10 @@ def _hidden(text: str) -> list[int]:
 
 def _flag_options():
     """The options table's rows that are plain ``--flags`` of ``train``."""
-    from .options import OPTIONS
     return [o for o in OPTIONS.values() if o.flag_type is not None]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import envs, registry  # noqa: F401 -- importing es.envs registers the core's environments
     p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.",
                 epilog="course commands (plug-ins): " + ", ".join(
                     f"{c.name} ({c.help})" for c in registry.commands().values()) if registry.commands() else None)
@@ -111,9 +118,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_train(args) -> int:
-    from .config import config_for
-    from .training import load_run_config, train
-    from .options import OPTIONS
     given = {o.name: getattr(args, o.name) for o in _flag_options()}
     given["hidden"] = args.hidden
     if args.no_antithetic:
@@ -168,11 +172,8 @@ def cmd_train(args) -> int:
 
 
 def _train_with_redis(args, config, run_dir):
-    import os
-    import subprocess
+    from .distributed.connection import read_password   # optional: redis
     from .distributed.master import RedisEvaluator
-    from .training import make_problem_for, train
-    from .distributed.connection import read_password
     args.chunks = 8 if args.chunks is None else args.chunks
     if not (0 < args.lease_seconds <= 3600) or args.chunks < 1:
         raise ESError("--lease-seconds must be in (0, 3600] and --chunks >= 1")
@@ -223,8 +224,7 @@ def _train_with_redis(args, config, run_dir):
 
 
 def _train_with_dask(args, config, run_dir):
-    from .distributed.dask_evaluator import DaskEvaluator
-    from .training import make_problem_for, train
+    from .distributed.dask_evaluator import DaskEvaluator   # optional: dask
     if args.chunks is not None and args.chunks < 1:
         raise ESError(f"--chunks must be >= 1, got {args.chunks}")
     problem = make_problem_for(config, one_thread=True)   # a Dask worker process per core
@@ -242,9 +242,8 @@ def _given(args) -> set:
 
 
 def cmd_worker(args) -> int:
-    import os
+    from .distributed.connection import read_password   # optional: redis
     from .distributed.worker import run_workers
-    from .distributed.connection import read_password
     url = args.redis or os.environ.get("ES_REDIS_URL")
     if not url:
         raise ESError("name the Redis server: python -m es worker --redis redis://es-worker@HOST:PORT/0 "
@@ -258,7 +257,6 @@ def cmd_worker(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from .play import evaluate_checkpoint
     out = evaluate_checkpoint(args.checkpoint, episodes=args.episodes, seed=args.seed, gif=args.gif,
                               random_baseline=not args.no_random)
     out.pop("agent_returns", None)
@@ -280,14 +278,11 @@ def _on_sigterm(*_):
 
 def setup_logging() -> None:
     """What the library logs (es.*, pong.*, classroom.*) goes to stderr, one plain line each."""
-    import logging
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
 
 
 def main(argv=None) -> int:
-    import signal
-    from . import registry
     setup_logging()
     argv = sys.argv[1:] if argv is None else list(argv)
     plugin = registry.commands().get(argv[0]) if argv else None

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, field, make_dataclass
 
+from . import envs
 from .errors import ESError
 from .options import OPTIONS, defaults
 
@@ -27,7 +28,6 @@ class _ConfigMethods:
         if self.antithetic and self.population % 2:
             raise ESError(f"--population must be even with antithetic sampling (members come in +/- pairs), got "
                           f"{self.population}; use an even number or --no-antithetic")
-        from . import envs
         if self.env != "function":          # es.optimize's Python function has no registry entry
             entry = envs.entry_for(self.env)
             if entry.check_config is not None:
@@ -45,7 +45,6 @@ ESConfig.__doc__ = "Every setting of a training run; see es.options for what eac
 def config_for(env: str, **overrides) -> ESConfig:
     """The options table's defaults, then the environment's, then the user's overrides
     (``None`` = keep the default; ``extra`` is merged key by key)."""
-    from . import envs
     entry = envs.entry_for(env)
     base = {**defaults(), **{k: (list(v) if isinstance(v, list) else v) for k, v in entry.defaults.items()},
             "env": entry.name}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import noise_table
 from .seeding import NOISE, rng_for
 
 PAIRS_PER_BLOCK = 16
@@ -94,5 +95,4 @@ def weighted_noise_sum(seed: int, generation: int, weights: np.ndarray, dim: int
 def _table_module(scheme: str):
     if scheme != "table":
         raise ValueError(f"noise scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
-    from . import noise_table
     return noise_table

@@ -30,7 +30,9 @@ import logging
 import time
 
 import numpy as np
+from joblib import Parallel, delayed
 
+from .envs import make_problem, rebuildable
 from .errors import ESError
 from .evaluators import GenerationResult, evaluate_members
 from .interfaces import Evaluator
@@ -52,7 +54,6 @@ def _problem(key: str | None, problem):
     if key is None:
         return problem
     if key not in _PROBLEMS:
-        from .envs import make_problem
         _PROBLEMS[key] = make_problem(json.loads(key))
     return _PROBLEMS[key]
 
@@ -87,7 +88,6 @@ class ParallelEvaluator(Evaluator):
 
     def __init__(self, problem, workers: int = 2, chunks_per_worker: int | None = None, adaptive: bool = True,
                  recheck: int = 25):
-        from joblib import Parallel
         if workers < 1:
             raise ESError(f"--workers must be >= 1, got {workers}")
         if chunks_per_worker is None:
@@ -98,7 +98,6 @@ class ParallelEvaluator(Evaluator):
         spec = problem.spec()
         # Environments travel as a JSON spec and are rebuilt once per worker; a Python
         # function problem travels as itself (loky pickles it; it never leaves this machine).
-        from .envs import rebuildable
         self._key = json.dumps(spec, sort_keys=True) if rebuildable(spec) else None
         self._parallel = Parallel(n_jobs=self.workers, backend="loky", max_nbytes=0)
         self._parallel.__enter__()
@@ -154,7 +153,6 @@ class ParallelEvaluator(Evaluator):
             self._announced = self.mode
 
     def _dispatch(self, task: GenerationTask, seeds, center_seeds):
-        from joblib import delayed
         fields = {"seed": task.seed, "generation": task.generation, "sigma": task.sigma,
                   "antithetic": task.antithetic, "population": task.population, "noise": task.noise}
         seeds = [int(s) for s in seeds]

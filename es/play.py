@@ -6,8 +6,10 @@ import logging
 import math
 
 import numpy as np
+from PIL import Image
 
 from .checkpoint import load_checkpoint
+from .envs import make_problem
 from .errors import ESError
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,6 @@ def mean_ci95(values) -> tuple[float, float, list[float]]:
 
 def load_agent(path):
     """``(problem, params, meta)`` from a checkpoint or a shipped agent file."""
-    from .envs import make_problem
     center, meta, _ = load_checkpoint(path)
     spec = meta.get("problem")
     if not isinstance(spec, dict):
@@ -74,7 +75,6 @@ def evaluate_checkpoint(path, episodes: int = 20, seed: int | None = None, gif=N
 
 
 def write_gif(frames, path, fps: int = 30) -> None:
-    from PIL import Image
     if not frames:
         raise ESError("no frames to write")
     images = [Image.fromarray(np.asarray(f, dtype=np.uint8)) for f in frames]

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from importlib import import_module
+from importlib.metadata import entry_points
 from typing import Callable
 
 from .errors import ESError
@@ -91,8 +93,6 @@ def load_plugins() -> None:
     if _loaded:
         return
     _loaded = True
-    from importlib import import_module
-    from importlib.metadata import entry_points
     targets = [(ep.name, ep.value) for ep in entry_points(group="es.plugins")]
     targets += [(t.strip(), t.strip()) for t in os.environ.get("ES_PLUGINS", "").split(",") if t.strip()]
     for name, target in targets:

@@ -8,7 +8,6 @@ resumed run is bit-identical to one that never stopped.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from . import envs, seeding
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -25,6 +26,8 @@ from .config import ESConfig
 from .errors import ESError
 from .evaluators import LocalEvaluator
 from .optimizers import make_optimizer
+from .parallel import ParallelEvaluator
+from .plots import plot_curve
 from .shaping import SHAPINGS
 from .strategy import OpenES
 
@@ -42,10 +45,6 @@ def one_blas_thread():
     environments that use the cores themselves (ALE's threads, worker processes); OpenBLAS's
     spinning threads only get in their way: Pong trains 1.5x faster and Redis workers 2.9x
     faster with the cap (measured on the 2-core machine)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
 
 
@@ -58,7 +57,6 @@ def make_problem_for(config: ESConfig, one_thread: bool | None = None):
 
 def make_evaluator(config: ESConfig, problem):
     if config.workers > 1:
-        from .parallel import ParallelEvaluator
         return ParallelEvaluator(problem, workers=config.workers)
     return LocalEvaluator(problem)
 
@@ -218,7 +216,6 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     if run_dir is not None:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         if metrics:
-            from .plots import plot_curve
             plot_curve(metrics, run_dir / "curve.png", title=f"{config.env} (seed {config.seed})",
                        goal=config.reward_goal)
     return TrainResult(strategy.center, summary, metrics, run_dir)
@@ -259,6 +256,5 @@ def _read_metrics(path, before_generation: int) -> list[dict]:
 
 
 def _progress_bar(config, initial):
-    from tqdm import tqdm
     return tqdm(total=config.generations, initial=initial, desc=f"ES {config.env}", unit="gen",
                 file=sys.stderr, dynamic_ncols=True)

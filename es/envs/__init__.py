@@ -6,6 +6,8 @@ gymnasium id) and every problem a worker rebuilds through ``make_problem(spec)``
 """
 from __future__ import annotations
 
+import gymnasium as gym
+
 from .. import registry
 from ..errors import ESError
 from .problems import EnvProblem, FunctionProblem
@@ -72,7 +74,6 @@ def is_registered(env_id: str) -> bool:
     anything by name (``module:Env`` ids are refused)."""
     if ":" in env_id:
         return False
-    import gymnasium as gym
     try:
         import ale_py          # optional: Atari ids exist only with it
         gym.register_envs(ale_py)
