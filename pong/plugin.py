@@ -7,6 +7,9 @@ from es import registry
 from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
+from .policy import make_pong_policy
+from .problem import PongProblem
+
 # What a worker agrees to build from a spec it did not write, beyond the core's bounds.
 MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 1024, 64, 256
 
@@ -38,7 +41,6 @@ def validate_spec(spec: dict) -> None:
 
 
 def make_problem(config, one_thread: bool):
-    from .problem import PongProblem
     policy = config.extra.get("policy", "dense")
     spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)}
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
@@ -56,19 +58,11 @@ def check_config(config) -> None:
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
 
 
-def _from_spec(spec):
-    from .problem import PongProblem
-    return PongProblem.from_spec(spec)
-
-
-def _policy(spec):
-    from .policy import make_pong_policy
-    return make_pong_policy(spec)
 
 
 def register() -> None:
     registry.register_env("pong", make_problem=make_problem, defaults=DEFAULTS, aliases=("ALE/Pong-v5", "Pong"),
                           title="Atari Pong, 42x42x4 pixels", check_config=check_config)
-    registry.register_problem("pong", from_spec=_from_spec, validate_spec=validate_spec)
+    registry.register_problem("pong", from_spec=PongProblem.from_spec, validate_spec=validate_spec)
     for kind in ("pong_dense", "pong_conv"):
-        registry.register_policy(kind, _policy)
+        registry.register_policy(kind, make_pong_policy)

@@ -11,11 +11,12 @@ won minus points lost); ``play`` plays full games (Pong-v5 itself stops at 27,00
 """
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 
 from es.interfaces import Problem
 
-from .env import make_pong
+from .env import make_pong, register
 from .games import PongGames
 from .policy import make_pong_policy
 
@@ -100,8 +101,6 @@ class PongProblem(Problem):
 
     def play_random(self, seeds):
         """A uniformly random policy over all 6 of Pong-v5's actions, on the same seeds."""
-        import gymnasium as gym
-        from .env import register
         register()
         env = gym.make("ALE/Pong-v5", obs_type="grayscale")
         out = []
