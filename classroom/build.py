@@ -122,6 +122,16 @@ def render(nb: dict) -> str:
     return nbformat.writes(nb, version=4) + "\n"
 
 
+def _stamped(text: str) -> str:
+    """The notebook with ``es_course.built``: a digest of its source cells, so that a later build
+    can tell a file it wrote (untouched, or only run) from one someone edited."""
+    import hashlib
+    import nbformat
+    nb = nbformat.reads(text, as_version=4)
+    nb.metadata["es_course"]["built"] = hashlib.sha256(without_outputs(text).encode()).hexdigest()[:16]
+    return render(nb)
+
+
 def outputs() -> dict[Path, str]:
     """Every notebook the build writes, path -> text (deterministic)."""
     out = {}
@@ -132,29 +142,63 @@ def outputs() -> dict[Path, str]:
             nb = build_notebook(cells, name, student)
             for i, cell in enumerate(nb.cells):
                 cell["id"] = f"{name}-{i:03d}"   # stable ids, so rebuilding changes nothing
-            out[folder / f"{name}.ipynb"] = render(nb)
+            out[folder / f"{name}.ipynb"] = _stamped(render(nb))
     return out
 
 
 def without_outputs(text: str) -> str:
-    """A notebook's text with outputs, execution counts and the run record removed: what the
-    build writes, for comparing an executed solution with its source."""
+    """A notebook's text with outputs, execution counts, the run record and the build stamp
+    removed: what the build writes, for comparing an executed or edited notebook with it."""
     import nbformat
     nb = nbformat.reads(text, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     nb.metadata.pop("es_course_run", None)
+    nb.metadata.get("es_course", {}).pop("built", None)
     return render(nb)
 
 
 def _same_source(path: Path, text: str) -> bool:
-    return path.exists() and without_outputs(path.read_text()) == text
+    return path.exists() and without_outputs(path.read_text()) == without_outputs(text)
 
 
-def build(check: bool = False, log=print, execute: bool = False, only=None) -> int:
-    """Write (or with ``check``, compare) every notebook. A solution notebook committed with its
-    outputs keeps them while its source is unchanged; ``--execute`` runs the solutions in full
+def edited(path: Path) -> bool:
+    """Has someone changed this notebook's cells since a build wrote it? (Outputs from running it
+    are not edits.) A notebook without the build's stamp counts as edited."""
+    import hashlib
+    import nbformat
+    try:
+        text = path.read_text()
+        stamp = nbformat.reads(text, as_version=4).metadata.get("es_course", {}).get("built")
+    except Exception:       # not a notebook at all: someone's file
+        return True
+    return stamp != hashlib.sha256(without_outputs(text).encode()).hexdigest()[:16]
+
+
+def write_notebooks(files: dict[Path, str], force: bool = False, log=print) -> list[Path]:
+    """Write each notebook unless that would lose someone's work: a notebook whose cells were
+    edited since the build wrote it stays as it is (``force`` overwrites it). An executed
+    notebook of an unchanged source keeps its outputs. Returns the files left alone."""
+    kept = []
+    for p, text in files.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if p.exists():
+            if _same_source(p, text):
+                continue                # unchanged (its outputs, if it was run, stay)
+            if edited(p) and not force:
+                kept.append(p)
+                continue
+            if '"output_type"' in p.read_text():
+                log(f"{p}: source changed, outputs dropped (python -m classroom notebooks --execute)")
+        p.write_text(text)
+    for p in kept:
+        log(f"left alone: {p} (edited since it was built; --force overwrites it)")
+    return kept
+
+
+def build(check: bool = False, log=print, execute: bool = False, only=None, force: bool = False) -> int:
+    """Write (or with ``check``, compare) every notebook; ``--execute`` runs the solutions in full
     (not fast) mode and commits their outputs (``only``: the names to run)."""
     files = outputs()
     if not files:
@@ -163,20 +207,12 @@ def build(check: bool = False, log=print, execute: bool = False, only=None) -> i
     if check:
         stale = [p for p, text in files.items() if not _same_source(p, text)]
         for p in stale:
-            log(f"out of date: {p.relative_to(ROOT)} (run: python -m es notebooks)")
+            log(f"out of date: {p.relative_to(ROOT)} (run: python -m classroom notebooks)")
         if not stale:
             log(f"notebooks up to date ({len(files)} files)")
         return 1 if stale else 0
-    for p, text in files.items():
-        p.parent.mkdir(exist_ok=True)
-        if p.parent == SOLUTION and p.exists():
-            committed = p.read_text()
-            if without_outputs(committed) == text:
-                continue                # executed outputs of an unchanged source stay
-            if '"output_type"' in committed:
-                log(f"{p.relative_to(ROOT)}: source changed, outputs dropped (python -m es notebooks --execute)")
-        p.write_text(text)
-    log(f"wrote {len(files)} notebooks to {STUDENT.relative_to(ROOT)}/ and {SOLUTION.relative_to(ROOT)}/")
+    kept = write_notebooks(files, force, log)
+    log(f"wrote {len(files) - len(kept)} notebooks to {STUDENT.relative_to(ROOT)}/ and {SOLUTION.relative_to(ROOT)}/")
     if execute:
         for p in sorted(q for q in files if q.parent == SOLUTION and (only is None or q.stem in only)):
             execute_solution(p, log)

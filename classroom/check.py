@@ -1,23 +1,34 @@
 """Checks a student runs after each graded cell, and the autograder runs the same ones.
 
     from classroom import check
-    check.centered_ranks(centered_ranks)         # prints "OK ..." or raises CheckFailed
+    check.centered_ranks(centered_ranks)         # prints one line "OK ..." or raises CheckFailed
 
-Every check draws its inputs from a seed, fresh each time it runs (the grader draws one per
-grading run, so an answer computed for other inputs cannot pass), compares the student's
-results with the reference on them, with a stated tolerance, and when they differ says which
-mistake the numbers point to. A failure names its seed; ``check.NAME(fn, seed=S)`` repeats it.
+Every check draws its inputs from a seed, compares what the student's function returns with
+what it should, with a stated tolerance, and when they differ says which mistake the numbers
+point to. A failure names its seed; ``check.NAME(fn, seed=S)`` repeats it.
+
+Where "what it should" comes from (``answers``): in the instructor's checkout and in the
+grader, the answer key (``classroom.references``) on fresh inputs for each grading run, so an
+answer computed for other inputs cannot pass. A student release has no answer key: it carries
+the answers to the questions its checks ask on a few fixed seeds (``expected.json``, written
+by ``python -m classroom release``), and ``check.NAME(fn)`` draws one of those seeds.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import secrets
 import zlib
+from pathlib import Path
 
 import numpy as np
 
+from . import wire
+
 # name -> (milestone, points, notebook, names the check needs from the notebook)
 CHECKS: dict[str, tuple[str, int, str, tuple[str, ...]]] = {}
+EXPECTED = Path(__file__).with_name("expected.json")
 
 
 class CheckFailed(AssertionError):
@@ -40,8 +51,71 @@ def input_seed(run_seed: int, name: str) -> int:
     return int(np.random.SeedSequence([int(run_seed), zlib.crc32(name.encode())]).generate_state(1)[0])
 
 
+# ---------------------------------------------------------------- where the answers come from
+def _digest(args) -> str:
+    return hashlib.sha256(wire.dumps(list(args)).encode()).hexdigest()[:16]
+
+
+class Answers:
+    """The answer key itself (``classroom.references``); with ``record``, it also keeps every
+    question asked and its answer, per (check, seed), for a release's ``expected.json``."""
+
+    def __init__(self, references, record: bool = False):
+        self.references, self.recorded, self._record, self.context = references, {}, record, None
+
+    def __call__(self, question: str, *args) -> dict:
+        answer = getattr(self.references, question)(*args)
+        if self._record:
+            check, seed = self.context
+            self.recorded.setdefault(check, {}).setdefault(str(seed), []).append(
+                [question, _digest(args), wire.dumps(answer)])
+        return answer
+
+    def seeds(self, name: str):
+        return None            # any seed: the answer key answers every question
+
+
+class Recorded:
+    """The answers a release recorded: the same questions in the same order, on the same seeds."""
+
+    def __init__(self, data: dict):
+        self.data, self.context, self._next = data, None, 0
+
+    def __call__(self, question: str, *args) -> dict:
+        check, seed = self.context
+        asked = self.data.get(check, {}).get(str(seed), [])
+        if self._next >= len(asked) or asked[self._next][:2] != [question, _digest(args)]:
+            raise RuntimeError(f"check.{check}: its inputs on seed {seed} are not those this release recorded answers "
+                               "for; the release's classroom/ folder and its expected.json belong together")
+        self._next += 1
+        return wire.loads(asked[self._next - 1][2])
+
+    def seeds(self, name: str):
+        return [int(s) for s in self.data.get(name, {})]
+
+
+def _load_answers():
+    """The answer key where there is one (the instructor's checkout, the grader); else the
+    answers a student release recorded."""
+    try:
+        from . import references        # absent from a student release, on purpose
+    except ModuleNotFoundError:
+        return Recorded(json.loads(EXPECTED.read_text()) if EXPECTED.exists() else {})
+    return Answers(references)
+
+
+ANSWERS = _load_answers()
+
+
+def answers(question: str, *args) -> dict:
+    return ANSWERS(question, *args)
+
+
 def verdict(name: str, objs, seed: int) -> None:
     """Run check ``name`` on the student's objects with inputs from ``seed``; raises CheckFailed."""
+    ANSWERS.context = (name, int(seed))
+    if isinstance(ANSWERS, Recorded):
+        ANSWERS._next = 0
     try:
         _RAW[name](*objs, rng=np.random.default_rng(seed))
     except CheckFailed as exc:
@@ -49,6 +123,15 @@ def verdict(name: str, objs, seed: int) -> None:
 
 
 _RAW = {}
+
+
+def _student_error(exc: BaseException) -> BaseException:
+    """The student's own exception with the traceback cut to the student's frames: the check's
+    machinery is not their concern."""
+    here, tb = str(Path(__file__).parent), exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(here):
+        tb = tb.tb_next
+    return exc.with_traceback(tb)
 
 
 def _register(name, milestone, points, notebook, *needs, slow=False):
@@ -59,10 +142,20 @@ def _register(name, milestone, points, notebook, *needs, slow=False):
         def student_facing(*args, seed=None):
             if slow and os.environ.get("ES_COURSE_FAST") == "1":     # the grader runs its own, once
                 print(f"SKIPPED {name}: takes minutes; fast mode (ES_COURSE_FAST=1) leaves it to the grader")
-                return None
-            verdict(name, args, secrets.randbits(32) if seed is None else int(seed))
-            print(f"OK {name}: passed ({points} point{'s' * (points != 1)} when graded)")
-            return True
+                return
+            if seed is None:
+                known = ANSWERS.seeds(name)
+                seed = int(np.random.default_rng().choice(known)) if known else secrets.randbits(32)
+            try:
+                verdict(name, args, int(seed))
+            except CheckFailed as exc:
+                message = str(exc)
+            except Exception as exc:               # the student's code raised: show their traceback only
+                raise _student_error(exc) from None
+            else:
+                print(f"OK {name}: passed ({points} point{'s' * (points != 1)} when graded)")
+                return
+            raise CheckFailed(message) from None   # the message says what is wrong and how to repeat it
         student_facing.__doc__, student_facing.__name__ = fn.__doc__, name
         return student_facing
     return wrap
@@ -77,11 +170,10 @@ def _observe(fn, *args, **opts) -> dict:
     student's kernel through the grader's proxy (``classroom.remote``), which only ever hands
     back plain data. ``RNG(seed)`` arguments become ``np.random.default_rng(seed)`` on the
     side that runs the function. ``opts`` ask for more than the value (``classroom.probe.observe``)."""
-    if hasattr(fn, "observe"):
+    if hasattr(fn, "observe"):          # a classroom.remote.Remote: the student's kernel
         return fn.observe(*args, **opts)
     from .probe import observe
-    from .wire import RNG
-    args = [a.make() if isinstance(a, RNG) else a for a in args]
+    args = [a.make() if isinstance(a, wire.RNG) else a for a in args]
     return observe(fn, args, getattr(fn, "__globals__", {}), **opts)
 
 
@@ -104,63 +196,56 @@ def _close(got, want, tol=1e-6) -> bool:
 # ---------------------------------------------------------------- milestone 1 (00, 01)
 @_register("centered_ranks", "M1", 2, "00_es_from_scratch")
 def centered_ranks(fn, rng):
-    """Tolerance 1e-6 against es.shaping.centered_ranks, on distinct returns with an outlier,
+    """Tolerance 1e-6 against the course's centered ranks, on distinct returns with an outlier,
     then on returns with ties."""
-    from es.shaping import centered_ranks as ref
     n = int(rng.integers(9, 30))
     x = rng.choice(10_000, n, replace=False) / 100 - 50
     x[rng.integers(n)] = 1e4                      # an outlier: min-max scaling squashes the rest
-
-    def exact(v):         # the reference's weights are float32; its ranks are multiples of 1/2
-        ranks = np.round((ref(v).astype(np.float64) + 0.5) * (len(v) - 1) * 2) / 2
-        return ranks / (len(v) - 1) - 0.5
-    got = _array(_call(fn, x.copy()), (n,), "centered_ranks")
-    want = exact(x)
-    if not _close(got, want):
-        _blame_ranks(got, x, want)
     ties = rng.integers(-3, 4, n + 8).astype(np.float64)      # 7 values, n + 8 returns: ties
+    want, want_ties = answers("centered_ranks", x), answers("centered_ranks", ties)
+    got = _array(_call(fn, x.copy()), (n,), "centered_ranks")
+    if not _close(got, want["right"]):
+        _blame_ranks(got, x, want)
     got = _array(_call(fn, ties.copy()), (n + 8,), "centered_ranks")
-    want = exact(ties)
-    if _close(got, want):
+    if _close(got, want_ties["right"]):
         return
     if any(np.ptp(got[ties == v]) > 1e-9 for v in np.unique(ties)):
         _fail("centered_ranks: tied returns got different weights; ties must share the mean of their ranks")
-    _blame_ranks(got, ties, want)
+    _blame_ranks(got, ties, want_ties)
 
 
 def _blame_ranks(got, x, want):
-    n = len(x)
-    ranks = (want + 0.5) * (n - 1)
+    n, ranks = len(x), want["ranks"]
     span = x.max() - x.min()
     if _close(got, ranks / (n - 1)):
         _fail("centered_ranks: values span [0, 1]; forgot to center the ranks (subtract 0.5 so they sum to zero)")
     if _close(got, ranks / n - 0.5) or _close(got, (ranks + 1) / n - 0.5):
         _fail("centered_ranks: divided the ranks by n; divide by n - 1 so the worst gets -0.5, the best +0.5, "
               "and they sum to zero")
-    if _close(got, -want):
+    if _close(got, -want["right"]):
         _fail("centered_ranks: the order is reversed; the best return must get +0.5")
     if _close(got, (x - x.min()) / span - 0.5) or _close(got, (x - x.min()) / span):
         _fail("centered_ranks: scaled the returns (min-max) instead of ranking them; one outlier then squashes "
               "every other weight to the same value: use each return's rank")
     if _close(got, (x - x.mean()) / x.std(), 1e-4):
         _fail("centered_ranks: these are z-scores of the returns; rank them instead")
-    order = np.argsort(x, kind="stable")
+    order = want["argsort"]
     if _close(got, order / (n - 1) - 0.5) or _close(got, order / (n - 1)):
         _fail("centered_ranks: used np.argsort(x) as the ranks; argsort gives the indices that sort x, not each "
               "return's rank (the rank is the argsort of the argsort, or ranks[order] = arange(n))")
     if abs(got.sum()) > 1e-6:
         _fail(f"centered_ranks: weights sum to {got.sum():.3g}, not 0")
-    _fail(f"centered_ranks: relative error {rel_error(got, want):.2g} > 1e-6 against the reference")
+    _fail(f"centered_ranks: relative error {rel_error(got, want['right']):.2g} > 1e-6 against the reference")
 
 
 @_register("es_gradient", "M1", 2, "00_es_from_scratch")
 def es_gradient(fn, rng):
-    """grad = noise.T @ weights / (population * sigma), tolerance 1e-5."""
+    """The ES gradient estimate from noise, weights and sigma, tolerance 1e-5."""
     population, dim = 2 * int(rng.integers(10, 30)), int(rng.integers(3, 12))
     noise = rng.standard_normal((population, dim))
     weights = rng.standard_normal(population)
     sigma = float(rng.uniform(0.02, 0.5))
-    want = noise.T @ weights / (population * sigma)
+    want = answers("es_gradient", noise, weights, sigma)["right"]
     got = _array(_call(fn, noise.copy(), weights.copy(), sigma), (dim,), "es_gradient")
     if _close(got, want, 1e-5):
         return
@@ -172,14 +257,13 @@ def es_gradient(fn, rng):
         _fail("es_gradient: wrong sign; the estimate must point towards higher returns")
     if _close(got, want / sigma, 1e-5):
         _fail("es_gradient: divided by sigma twice (sigma ** 2); the noise is already in units of sigma")
-    _fail(f"es_gradient: relative error {rel_error(got, want):.2g} > 1e-5 against noise.T @ weights / "
-          "(population * sigma)")
+    _fail(f"es_gradient: relative error {rel_error(got, want):.2g} > 1e-5 against the reference")
 
 
 @_register("antithetic_noise", "M1", 1, "01_cartpole")
 def antithetic_noise(fn, rng):
     """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in."""
-    from .wire import RNG
+    RNG = wire.RNG
     population, dim = 2 * int(rng.integers(3, 10)), int(rng.integers(3, 9))
     s1, s2 = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
     a = _array(_call(fn, RNG(s1), population, dim), (population, dim), "antithetic_noise")
@@ -199,32 +283,24 @@ def antithetic_noise(fn, rng):
 
 @_register("adam_update", "M1", 2, "01_cartpole")
 def adam_update(fn, rng):
-    """Three Adam ascent steps (betas 0.9, 0.999, epsilon 1e-8, bias correction, as
-    es.optimizers.Adam), in float64; each parameter within lr / 1000 of them."""
+    """Three Adam ascent steps (betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64;
+    each parameter within lr / 1000 of them."""
     dim, lr = int(rng.integers(3, 8)), float(rng.uniform(0.01, 0.2))
     theta = rng.standard_normal(dim).astype(np.float32)
     grads = [rng.standard_normal(dim).astype(np.float32) for _ in range(3)]
+    want = answers("adam_update", theta, grads, lr)
     got, state = theta.copy(), None
     for g in grads:
         got, state = _call(fn, got, g, state, lr)
         got = _array(got, (dim,), "adam_update")
-
-    def adam(correct, sign=1.0):
-        m = v = np.zeros(dim)
-        x = theta.astype(np.float64)
-        for t, g in enumerate(grads, 1):
-            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g.astype(np.float64) ** 2
-            a = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) if correct else lr
-            x = x + sign * a * m / (np.sqrt(v) + 1e-8)
-        return x
-    near = lambda want: np.max(np.abs(got - want)) <= lr / 1000      # noqa: E731
-    if near(adam(True)):
+    near = lambda name: np.max(np.abs(got - want[name])) <= lr / 1000      # noqa: E731
+    if near("right"):
         return
-    if near(adam(True, -1.0)):
+    if near("descends"):
         _fail("adam_update: it descends; ES maximises the return, so add the step")
-    if near(adam(False)):
+    if near("no_bias_correction"):
         _fail("adam_update: no bias correction; scale by sqrt(1 - beta2**t) / (1 - beta1**t)")
-    _fail(f"adam_update: off by up to {np.max(np.abs(got - adam(True))):.3g} (more than lr / 1000) after three steps")
+    _fail(f"adam_update: off by up to {np.max(np.abs(got - want['right'])):.3g} (more than lr / 1000) after three steps")
 
 
 @_register("train_cartpole", "M1", 3, "01_cartpole")
@@ -385,8 +461,7 @@ def result_codec(encode_result, decode_result, rng):
 @_register("chunks_to_requeue", "M3", 2, "03_redis")
 def chunks_to_requeue(fn, rng):
     """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
-    es.distributed.master.chunks_to_requeue (the master's own rule)."""
-    from es.distributed.master import chunks_to_requeue as ref
+    the course's Redis master decides (es.distributed)."""
     lease, now = float(rng.uniform(3, 30)), float(rng.uniform(1e3, 1e6))
     old = lambda: now - lease * float(rng.uniform(1.5, 5))       # noqa: E731
     names = [f"chunk{int(i)}" for i in rng.choice(1000, 5, replace=False)]
@@ -395,8 +470,8 @@ def chunks_to_requeue(fn, rng):
                  orphan: old()}
     in_queue = {waiting}
     leases = {alive: now - lease * float(rng.uniform(0.05, 0.5)), dead: old()}
+    want = set(answers("chunks_to_requeue", queued_at, sorted(in_queue), leases, now, lease)["right"])
     got = set(_call(fn, dict(queued_at), set(in_queue), dict(leases), now, lease))
-    want = ref(queued_at, in_queue, leases, now, lease)
     if got == want:
         return
     if waiting in got:
@@ -427,12 +502,13 @@ def gather(fn, rng):
     from .redis_workers import FaultyWorkers
     lease = 1.0
     with EmbeddedRedis() as server:
-        workers = FaultyWorkers(server.master_url, rng, lease).start()
+        key = isinstance(ANSWERS, Answers)      # the answer key is here (not in a student release)
+        workers = FaultyWorkers(server.master_url, rng, lease, _payload_encoder(fn)).start()
         try:
             # With the course's decode_result and chunks_to_requeue in place of the notebook's, which
             # have checks of their own: a mistake there costs those points, not these too.
             out, raised = _observe(fn, server.master_url, workers.generation, [list(b) for b in workers.bounds],
-                                   lease, 15.0, reference=["decode_result", "chunks_to_requeue"])["value"], None
+                                   lease, 15.0, reference=["decode_result", "chunks_to_requeue"] if key else [])["value"], None
         except (CheckFailed, NotImplementedError):
             raise
         except Exception as exc:     # diagnosed below, from what the workers saw
@@ -479,43 +555,77 @@ def gather(fn, rng):
           f"(length {workers.lengths[bad]}); put each result at returns[first:first + count]")
 
 
+def _payload_encoder(gather_fn):
+    """What the check's workers push: the answer key's payload; in a student release, where there
+    is none, the student's own ``encode_result`` (checked by ``check.result_codec``)."""
+    if isinstance(ANSWERS, Answers):
+        return ANSWERS.references.result_payload
+    encode = getattr(gather_fn, "__globals__", {}).get("encode_result")
+    if encode is None:
+        _fail("gather: define encode_result first (section 1): the check's workers push what it encodes")
+    return encode
+
+
 # ---------------------------------------------------------------- milestone 4 (04)
 @_register("downsample", "M4", 2, "04_pong")
 def downsample(fn, rng):
-    """210x160 uint8 -> 42x42 float32 in [0, 1] by area averaging; tolerance 1/255."""
-    from pong.env import downsample as ref
-    frame = rng.integers(0, 256, (210, 160)).astype(np.uint8)
-    raw = np.asarray(_call(fn, frame.copy()))
-    if raw.shape != (42, 42):
-        _fail(f"downsample: expected shape (42, 42), got {raw.shape}")
-    got, want = raw.astype(np.float64), ref(frame) / 255.0
-    if got.max() > 1.5:
-        _fail("downsample: values above 1; divide by 255")
-    if np.max(np.abs(got - want)) > 1.01 / 255:
-        if np.max(np.abs(got - want.T)) <= 1.01 / 255:
-            _fail("downsample: rows and columns are swapped (the result is transposed); rows shrink by 5 "
-                  "(210 -> 42), columns by 160/42")
-        _fail(f"downsample: differs from area averaging by up to {255 * np.max(np.abs(got - want)):.1f} gray "
-              "levels; average the 5x3.81 input cells each output covers (bilinear sampling misses thin objects)")
-    if raw.dtype != np.float32:
-        _fail(f"downsample: returns {raw.dtype}; return float32, what the policy and ale-py's vector env use "
-              "(half the memory of float64 for every frame of every member)")
+    """downsample(frames (k, 210, 160) uint8) -> (k, 42, 42) uint8: each output the exact mean of
+    the 5 x 160/42 input cells it covers, rounded to the nearest integer, halves to even; exact
+    (your run replays in the grader only if your frames are the course's), also on frames where
+    many means are exactly halves."""
+    k = int(rng.integers(2, 4))
+    frames = rng.integers(0, 256, (k, 210, 160)).astype(np.uint8)
+    for _ in range(20):                     # a frame with several means that are exactly a half
+        tie = rng.integers(0, 256, (1, 210, 160)).astype(np.uint8)
+        if answers("downsample_halves", tie)["halves"] >= 3:
+            break
+    frames = np.concatenate([frames, tie])
+    want = answers("downsample", frames)
+    raw = np.asarray(_call(fn, frames.copy()))
+    if raw.shape == (42, 42):
+        _fail("downsample: it returned one frame; it takes a batch (k, 210, 160) and returns (k, 42, 42)")
+    got = _array(raw, (k + 1, 42, 42), "downsample")
+    if raw.dtype != np.uint8:
+        if got.max() <= 1.0 + 1e-6 and np.max(np.abs(got * 255 - want["right"])) <= 0.51:
+            _fail(f"downsample: returns {raw.dtype} in [0, 1]; return the uint8 gray levels (0..255) the games "
+                  "use, without dividing by 255")
+        _fail(f"downsample: returns {raw.dtype}; return uint8 gray levels 0..255")
+    if np.array_equal(got, want["right"]):
+        return
+    if np.array_equal(got, want["transposed"]):
+        _fail("downsample: rows and columns are swapped (each frame is transposed); rows shrink by 5 (210 -> 42), "
+              "columns by 160/42")
+    off = np.abs(got - want["right"].astype(np.float64))
+    if off.max() <= 1:
+        _fail(f"downsample: {int((off > 0).sum())} gray levels differ by 1, where a mean is exactly a half: a "
+              "rounding difference (floating point lands on either side of .5). Compute "
+              "each mean exactly (sum the 5 rows as integers, weigh the columns in 42ths: every output is N / 800 "
+              "with N an integer) and round once, halves to even (np.rint of N / 800)")
+    _fail(f"downsample: differs from area averaging by up to {off.max():.0f} gray levels; average the 5 x 3.81 "
+          "input cells each output covers (bilinear sampling misses thin objects)")
 
 
 @_register("stack_frames", "M4", 1, "04_pong")
 def stack_frames(fn, rng):
-    """stack_frames(stack (4, 42, 42), frame (42, 42)) -> new stack, oldest first."""
-    stack = rng.random((4, 42, 42)).astype(np.float32)
-    new = rng.random((42, 42)).astype(np.float32)
-    got = _array(_call(fn, stack.copy(), new.copy()), (4, 42, 42), "stack_frames")
-    if np.array_equal(got, np.concatenate([stack[1:], new[None]])):
+    """stack_frames(stacks (k, 4, 42, 42), frames (k, 42, 42)) -> (k, 4, 42, 42): each stack
+    without its oldest frame, then the new one (oldest first)."""
+    k = int(rng.integers(2, 6))
+    stacks = rng.integers(0, 256, (k, 4, 42, 42)).astype(np.uint8)
+    frames = rng.integers(0, 256, (k, 42, 42)).astype(np.uint8)
+    want = answers("stack_frames", stacks, frames)
+    got = np.asarray(_call(fn, stacks.copy(), frames.copy()))
+    if got.shape == (4, 42, 42):
+        _fail("stack_frames: it returned one stack; it takes k stacks and k frames and returns (k, 4, 42, 42)")
+    got = _array(got, (k, 4, 42, 42), "stack_frames", np.uint8)
+    digest = hashlib.sha256(repr(got.shape).encode() + np.ascontiguousarray(got).tobytes()).hexdigest()
+    if digest == want["right"]:
         return
-    if np.array_equal(got, np.concatenate([new[None], stack[:-1]])):
+    if digest == want["newest_first"]:
         _fail("stack_frames: the newest frame went first; here frames are oldest first, newest at index 3")
-    _fail("stack_frames: expected the last three frames of the stack, then the new frame")
+    _fail("stack_frames: expected each stack's last three frames, then its new frame")
 
 
-@_register("batched_policy", "M4", 2, "04_pong")
+@_register("batched_policy", "M4", 1, "04_pong")
 def batched_policy(fn, rng):
     """batched_policy(W (P, F, 3), b (P, 3), features (P, F)) -> actions (P,), member p with
     W[p] and b[p], with no Python loop over members."""
@@ -523,66 +633,133 @@ def batched_policy(fn, rng):
         while True:       # inputs where the bias and each member's own weights change actions
             W, x = rng.standard_normal((members, features, 3)), rng.standard_normal((members, features))
             b = rng.standard_normal((members, 3)) * np.sqrt(features)
-            logits = np.einsum("pf,pfa->pa", x, W)
-            want = (logits + b).argmax(axis=1)
-            if (want != logits.argmax(axis=1)).mean() > 0.3 and (want != (x @ W[0] + b[0]).argmax(axis=1)).mean() > 0.3:
+            want = answers("batched_policy", W, b, x)
+            if (want["right"] != want["no_bias"]).mean() > 0.3 and (want["right"] != want["member_0"]).mean() > 0.3:
                 return W, b, x, want
     members, features = int(rng.integers(20, 40)), int(rng.integers(8, 24))
     W, b, x, want = draw(members)
     got = _array(_call(fn, W, b, x), (members,), "batched_policy", np.int64)
-    if not np.array_equal(got, want):
-        if np.array_equal(got, np.einsum("pf,pfa->pa", x, W).argmax(axis=1)):
+    if not np.array_equal(got, want["right"]):
+        if np.array_equal(got, want["no_bias"]):
             _fail("batched_policy: it ignores the bias b; logits are features @ W[p] + b[p]")
-        if np.array_equal(got, (x @ W[0] + b[0]).argmax(axis=1)):
+        if np.array_equal(got, want["member_0"]):
             _fail("batched_policy: every member used member 0's weights; member p must use W[p], b[p]")
-        _fail(f"batched_policy: {int((got != want).sum())} of {members} actions differ from argmax(features[p] "
-              "@ W[p] + b[p])")
+        _fail(f"batched_policy: {int((got != want['right']).sum())} of {members} actions differ from the argmax of "
+              "member p's logits")
     lines = [_observe(fn, *draw(m)[:3], count_lines=True)["lines"] for m in (8, 64)]
     if lines[1] - lines[0] >= 56:
         _fail(f"batched_policy: it loops over the members in Python ({lines[0]} lines run for 8 members, "
               f"{lines[1]} for 64); one batched operation (np.einsum or a batched matmul) does them all at once")
 
 
-@_register("pong_agent", "M4", 5, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)
+@_register("es_step", "M4", 2, "04_pong")
+def es_step(fn, rng):
+    """es_step(center, noise, fitness, state, sigma, lr, weight_decay) -> (center, state): three
+    updates in a row (each its own noise and fitness, with ties) with the state carried over,
+    each parameter within lr / 1000 of the course's update (the one the grader's replay holds
+    your run to)."""
+    dim, population = int(rng.integers(5, 15)), 2 * int(rng.integers(5, 12))
+    sigma, lr, decay = float(rng.uniform(0.02, 0.2)), float(rng.uniform(0.005, 0.05)), float(rng.uniform(0.2, 1.0))
+
+    def fitness_with_ties():
+        f = rng.choice(10_000, population, replace=False) / 100 - 50
+        f[rng.integers(population)] = 1e3        # an outlier: raw fitness as weights follows it alone
+        f[1::4] = f[0::4][:len(f[1::4])]          # ties (two members that played the same game): they share a rank
+        return f
+
+    for _ in range(50):     # inputs on which every mistake below ends far from the right update
+        center = rng.standard_normal(dim) * 3.0 / sigma     # weight decay comparable to the ES term
+        noises = [rng.standard_normal((population, dim)).astype(np.float32) for _ in range(3)]
+        fitnesses = [fitness_with_ties() for _ in range(3)]
+        want = answers("es_step", center, noises, fitnesses, sigma, lr, decay)
+        if min(np.max(np.abs(want[k] - want["right"])) for k in want if k != "right") > lr / 20:
+            break
+    got, state = center.copy(), None
+    for noise, fitness in zip(noises, fitnesses):
+        out = _call(fn, got, noise.copy(), fitness.copy(), state, sigma, lr, decay)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            _fail("es_step: return the pair (new center, state)")
+        got, state = _array(out[0], (dim,), "es_step"), out[1]
+    near = lambda name: np.max(np.abs(got - want[name])) <= lr / 1000      # noqa: E731
+    if near("right"):
+        return
+    for name, why in (("raw_fitness", "it weights the noise by the raw fitness; use centered ranks (robust to "
+                                      "outliers such as one long rally)"),
+                      ("no_sigma", "the gradient is not divided by sigma: noise.T @ w / (population * sigma)"),
+                      ("decay_added", "weight decay has the wrong sign; subtract weight_decay * center from the "
+                                      "gradient (it pulls the parameters towards 0)"),
+                      ("no_bias_correction", "Adam without bias correction; scale by sqrt(1 - 0.999**t) / "
+                                             "(1 - 0.9**t), with t counting from 1 and carried in the state"),
+                      ("descends", "it descends; ES maximises the fitness, so add the step"),
+                      ("ties_apart", "tied fitness values got different ranks; ties share the mean of their ranks "
+                                     "(two members that played the same game tie)")):
+        if near(name):
+            _fail(f"es_step: {why}")
+    _fail(f"es_step: off by up to {np.max(np.abs(got - want['right'])):.3g} (more than lr / 1000) after three steps; "
+          "carry Adam's m, v and t in the state from one call to the next")
+
+
+@_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)
 def pong_agent(run_dir, student_id, rng):
     """The run in ``run_dir`` is ``student_id``'s own (``pong.replay.verify_run``: the course's
-    config with their seed; every update replayed from the recorded returns onto the
-    checkpoint; sampled episodes played again with identical scores), and its agent beats a
-    random player by ``pong.student.beats_random`` on 20 full games on seeds it never saw."""
-    from pong.replay import RunRejected, verify_run
+    settings with their seed; every center the course's update of the one before; sampled
+    games played again with identical fitness), and its agent beats a random player by
+    ``pong.student.beats_random`` on 20 full games on seeds it never saw."""
+    try:
+        from pong.replay import REFERENCE, RunRejected, verify_run    # the grader's side: not in a release
+    except ModuleNotFoundError:
+        return _pong_agent_here(run_dir, student_id)
     from pong.student import beats_random
     try:
         replay = verify_run(run_dir, student_id, rng)
     except (RunRejected, ValueError) as exc:
         _fail(f"pong_agent: 0 points: {exc}")
     first = int(rng.integers(1_000_000, 2 ** 31 - 100))
-    result = beats_random(replay.center, first_seed=first)
+    result = beats_random(REFERENCE, replay.center, first_seed=first)
     if not result.beats_random:
         _fail(f"pong_agent: your run replays, but its agent does not beat random yet: {result}; train on "
               "(re-running the training cell resumes the run)")
-    print(f"pong_agent: the run replays ({replay.generations} generations, {len(replay.episodes)} episodes played "
+    print(f"pong_agent: the run replays ({replay.generations} generations, {len(replay.episodes)} games played "
           f"again, {replay.seconds:.0f} s); {result}")
+
+
+def _pong_agent_here(run_dir, student_id):
+    """A student release cannot replay a run (that needs the answer key): it checks that the run
+    is complete and trained for ``student_id``, and says what the grader will do."""
+    from pong.student import normalise_id, student_seed
+    run_dir = Path(run_dir)
+    files = ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz")
+    missing = [f for f in files if not (run_dir / f).is_file()]
+    if missing:
+        _fail(f"pong_agent: {run_dir} lacks {', '.join(missing)}: train first (the training cell writes them)")
+    seed = json.loads((run_dir / "config.json").read_text()).get("seed")
+    if seed != student_seed(student_id):
+        _fail(f"pong_agent: {run_dir} was trained as another student (seed {seed}), not {normalise_id(student_id)!r}")
+    passed = run_dir / "beats_random.json"
+    print(f"pong_agent: {run_dir} is complete and trained as {normalise_id(student_id)!r}"
+          + (" and its agent beat random on seeds 0..19" if passed.exists() else "; it has not beaten random yet")
+          + ". The grader replays the run and plays 20 games on seeds it never saw.")
 
 
 # ---------------------------------------------------------------- extras (05)
 @_register("snes_step", "extras", 3, "05_extras")
 def snes_step(fn, rng):
-    """Separable NES: mu += lr_mu * sigma * (w @ s); sigma *= exp(lr_sigma / 2 * (w @ (s**2 - 1)))."""
+    """Separable NES: the mean moves along sigma * sum_i w_i s_i, sigma is scaled by
+    exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1))."""
     dim, population = int(rng.integers(3, 9)), int(rng.integers(8, 20))
     mu, sigma = rng.standard_normal(dim), np.abs(rng.standard_normal(dim)) + 0.1
     s, w = rng.standard_normal((population, dim)), rng.standard_normal(population)
     lr_mu, lr_sigma = float(rng.uniform(0.2, 1.0)), float(rng.uniform(0.05, 0.3))
+    want = answers("snes_step", mu, sigma, s, w, lr_mu, lr_sigma)
     out = _call(fn, mu.copy(), sigma.copy(), s.copy(), w.copy(), lr_mu, lr_sigma)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         _fail("snes_step: return the pair (mu, sigma)")
     got_mu, got_sigma = (_array(v, (dim,), "snes_step") for v in out)
-    want_mu = mu + lr_mu * sigma * (w @ s)
-    want_sigma = sigma * np.exp(lr_sigma / 2 * (w @ (s ** 2 - 1)))
-    if not _close(got_mu, want_mu):
-        if _close(got_mu, mu + lr_mu * (w @ s)):
+    if not _close(got_mu, want["mu"]):
+        if _close(got_mu, want["mu_without_sigma"]):
             _fail("snes_step: the mean update lacks sigma; mu += lr_mu * sigma * sum_i w_i s_i")
         _fail("snes_step: the mean update is off; mu += lr_mu * sigma * sum_i w_i s_i")
-    if not _close(got_sigma, want_sigma):
-        if _close(got_sigma, sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))):
+    if not _close(got_sigma, want["sigma"]):
+        if _close(got_sigma, want["sigma_additive"]):
             _fail("snes_step: sigma must be updated multiplicatively (exp), or it can go negative")
         _fail("snes_step: the sigma update is off; sigma *= exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1))")

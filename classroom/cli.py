@@ -1,6 +1,7 @@
-"""``python -m classroom`` (also ``python -m es notebooks|grade``): the course machinery.
+"""``python -m classroom`` (also ``python -m es notebooks|release|grade``): the course machinery.
 
     python -m classroom notebooks [--check] [--execute [NAME ...]]   # source/ -> notebooks/, solutions/
+    python -m classroom release DIR                                   # what students get, no answer key
     python -m classroom grade SUBMISSIONS... [--csv F] [--feedback D] # grade notebooks or a class
 
 Bad input exits with status 2 and one line on stderr that says what is wrong.
@@ -25,6 +26,13 @@ def add_commands(sub) -> None:
     nbp.add_argument("--execute", nargs="*", default=None, metavar="NAME",
                      help="then run the solution notebooks (all, or the NAMEs given, e.g. 04_pong) in full mode "
                           "and commit their outputs")
+    nbp.add_argument("--force", action="store_true",
+                     help="also overwrite notebooks whose cells were edited since they were built")
+
+    r = sub.add_parser("release", help="write what students get: notebooks, support code, no answer key")
+    r.add_argument("dir", type=Path, help="the release folder (nbgrader's release/ASSIGNMENT/, or a course repo)")
+    r.add_argument("--force", action="store_true",
+                   help="also overwrite notebooks a student edited (never needed for a fresh folder)")
 
     g = sub.add_parser("grade", help="grade submitted notebooks")
     g.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them (searched recursively)")
@@ -50,7 +58,12 @@ def add_commands(sub) -> None:
 
 def cmd_notebooks(args) -> int:
     from .build import build
-    return build(check=args.check, execute=args.execute is not None, only=args.execute or None)
+    return build(check=args.check, execute=args.execute is not None, only=args.execute or None, force=args.force)
+
+
+def cmd_release(args) -> int:
+    from .release import release
+    return release(args.dir, force=args.force)
 
 
 def cmd_grade(args) -> int:
@@ -69,7 +82,7 @@ def cmd_grade(args) -> int:
 
 
 
-COMMANDS = {"notebooks": cmd_notebooks, "grade": cmd_grade}
+COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade}
 
 
 def build_parser(prog: str = "python -m classroom") -> argparse.ArgumentParser:

@@ -3,6 +3,7 @@ itself never imports the course; this registers thin aliases of ``python -m clas
 from es import registry
 
 HELP = {"notebooks": "build notebooks/ and solutions/ from source/ (python -m classroom notebooks)",
+        "release": "write the student release: notebooks and support code, no answer key",
         "grade": "grade submitted notebooks or a class (python -m classroom grade)"}
 
 

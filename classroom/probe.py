@@ -64,7 +64,7 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
 
 
 _ABSENT = object()
-REFERENCE = {"decode_result": "classroom.redis_workers:reference_decode",
+REFERENCE = {"decode_result": "classroom.references:decode_payload",
              "chunks_to_requeue": "es.distributed.master:chunks_to_requeue"}
 
 

@@ -19,7 +19,6 @@ check compares exactly, and it counts how often each chunk was handed out.
 from __future__ import annotations
 
 import json
-import struct
 import threading
 import time
 
@@ -31,21 +30,12 @@ JOBS, RESULTS, LEASES = "es:jobs", "es:results", "es:leases"
 def name(a: int, b: int) -> str:
     return f"{a}:{b}"
 
-def reference_encode(generation, first, returns, lengths) -> bytes:
-    """Notebook 03's payload: generation, first, count (u32), float64 returns, uint32 lengths."""
-    returns, lengths = np.asarray(returns, dtype="<f8"), np.asarray(lengths, dtype="<u4")
-    return struct.pack("<III", generation, first, len(returns)) + returns.tobytes() + lengths.tobytes()
-
-
-def reference_decode(payload) -> dict:
-    generation, first, count = struct.unpack_from("<III", payload)
-    returns = np.frombuffer(payload, dtype="<f8", count=count, offset=12)
-    lengths = np.frombuffer(payload, dtype="<u4", count=count, offset=12 + 8 * count)
-    return {"generation": generation, "first": first, "returns": returns, "lengths": lengths}
-
 class FaultyWorkers:
-    def __init__(self, url: str, rng: np.random.Generator, lease_seconds: float = 1.0):
+    def __init__(self, url: str, rng: np.random.Generator, lease_seconds: float = 1.0, encode=None):
+        """``encode(generation, first, returns, lengths) -> bytes``: the payload the workers push
+        (the grader's answer key, or in a student release the student's own encode_result)."""
         import redis
+        self.encode = encode
         self.r = redis.Redis.from_url(url)
         self.lease = float(lease_seconds)
         population = int(rng.integers(24, 48))
@@ -75,8 +65,8 @@ class FaultyWorkers:
         r.delete(JOBS, RESULTS, LEASES)
         a, b = self.bounds[0]
         stale = self.returns[a:b] + 1000.0
-        r.rpush(RESULTS, reference_encode(self.generation - 1, a, stale, self.lengths[a:b]))   # a leftover
-        r.rpush(RESULTS, reference_encode(self.generation, 1_000_000, [1.0], [1]))             # no such chunk
+        r.rpush(RESULTS, self.encode(self.generation - 1, a, stale, self.lengths[a:b]))   # a leftover
+        r.rpush(RESULTS, self.encode(self.generation, 1_000_000, [1.0], [1]))             # no such chunk
         r.rpush(JOBS, *[json.dumps({"g": self.generation, "a": a, "b": b}) for a, b in self.bounds])
         for _ in range(3):
             t = threading.Thread(target=self._work, daemon=True)
@@ -87,7 +77,7 @@ class FaultyWorkers:
     def _answer(self, a, b, returns=None):
         returns = self.returns[a:b] if returns is None else returns
         pipe = self.r.pipeline()
-        pipe.rpush(RESULTS, reference_encode(self.generation, a, returns, self.lengths[a:b]))
+        pipe.rpush(RESULTS, self.encode(self.generation, a, returns, self.lengths[a:b]))
         pipe.hdel(LEASES, name(a, b))
         pipe.execute()
 

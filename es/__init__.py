@@ -9,6 +9,8 @@ The names below load on first use (PEP 562), so ``import es`` is cheap and impor
 module (``es.envs.cartpole``) does not pull in the rest.
 """
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _installed
 
 _EXPORTS = {"ESConfig": "config", "config_for": "config", "ESError": "errors", "SGD": "optimizers",
             "Adam": "optimizers", "centered_ranks": "shaping", "z_score": "shaping", "raw": "shaping",
@@ -17,10 +19,17 @@ _EXPORTS = {"ESConfig": "config", "config_for": "config", "ESError": "errors", "
 __all__ = list(_EXPORTS)
 
 
+def version() -> str:
+    """es-course's version as installed (pyproject.toml is its one source)."""
+    try:
+        return _installed("es-course")
+    except PackageNotFoundError:      # a checkout that was never installed, or a student release
+        return "unknown (not installed)"
+
+
 def __getattr__(name):
     if name in _EXPORTS:
         return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
     if name == "__version__":
-        from .cli import _version
-        return _version()
+        return version()
     raise AttributeError(f"module 'es' has no attribute {name!r}")

@@ -12,22 +12,15 @@ import signal
 import subprocess
 import sys
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from . import version as es_version
 from . import envs, registry  # noqa: F401 -- importing es.envs registers the core's environments
 from .config import config_for
 from .errors import ESError
 from .options import OPTIONS
 from .play import evaluate_checkpoint
 from .training import load_run_config, make_problem_for, train
-
-
-def _version() -> str:
-    try:
-        return version("es-course")
-    except PackageNotFoundError:      # running from a checkout that was never installed
-        return "unknown (not installed)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.",
                 epilog="course commands (plug-ins): " + ", ".join(
                     f"{c.name} ({c.help})" for c in registry.commands().values()) if registry.commands() else None)
-    p.add_argument("--version", action="version", version=f"es-course {_version()}")
+    p.add_argument("--version", action="version", version=f"es-course {es_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = "\n".join(f"  {name:<10} {entry.title}: " + ", ".join(f"{k} {v}" for k, v in entry.defaults.items())
                         for name, entry in registry.envs().items())

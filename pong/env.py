@@ -39,11 +39,7 @@ from collections import deque
 import gymnasium as gym
 import numpy as np
 
-SIZE = 42
-STACK = 4
-# Indices into ALE/Pong-v5's minimal action set [NOOP, FIRE, RIGHT, LEFT, RIGHTFIRE, LEFTFIRE].
-PONG_ACTIONS = np.array([0, 2, 3], dtype=np.int64)
-ACTION_NAMES = ("NOOP", "UP", "DOWN")
+from .games import ACTION_NAMES, PONG_ACTIONS, SIZE, STACK  # noqa: F401 -- re-exported
 
 # AtariVectorEnv settings that reproduce ALE/Pong-v5 (its defaults differ: no sticky actions,
 # max-pooled frames, up to 30 no-ops and FIRE on reset, clipped rewards).
@@ -79,6 +75,12 @@ def downsample_batch(frames: np.ndarray) -> np.ndarray:
     k = len(frames)
     rows = frames.reshape(k * SIZE, 5, 160).sum(axis=1, dtype=np.uint16).astype(np.float32)
     return np.rint((rows @ _COLUMNS) / np.float32(800)).reshape(k, SIZE, SIZE).astype(np.uint8)
+
+
+def stack_batch(stacks: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """``(k, 4, 42, 42)`` stacks and ``(k, 42, 42)`` new frames -> the stacks with their oldest
+    frame dropped and the new one last (oldest first, as ``AtariVectorEnv`` stacks)."""
+    return np.concatenate([np.asarray(stacks)[:, 1:], np.asarray(frames)[:, None]], axis=1)
 
 
 def downsample(frame: np.ndarray) -> np.ndarray:

@@ -18,6 +18,10 @@ differently fails loudly instead of playing other games.
 Episodes are stepped in one thread: ale-py's ``act`` holds the GIL, and a plain loop over
 ``ALEInterface`` objects runs ~3.5k agent steps/s per core here (the C++ vector env: ~2.5k
 per thread, and it cannot restore states). Worker processes give the other cores.
+
+The preprocessing is passed in (``downsample`` and ``stack``, each batched over games):
+``pong.env`` has the course's reference; a student's release plays with the student's own
+(notebook 04), which must be exact for their run to replay in the grader.
 """
 from __future__ import annotations
 
@@ -25,8 +29,10 @@ from collections import deque
 
 import numpy as np
 
-from .env import PONG_ACTIONS, SIZE, STACK, downsample_batch
-
+SIZE, STACK = 42, 4        # observations: the last 4 frames, 42x42, oldest first
+# Indices into ALE/Pong-v5's minimal action set [NOOP, FIRE, RIGHT, LEFT, RIGHTFIRE, LEFTFIRE].
+PONG_ACTIONS = np.array([0, 2, 3], dtype=np.int64)
+ACTION_NAMES = ("NOOP", "UP", "DOWN")
 FRAMESKIP = 4
 STICKY = 0.25               # ALE/Pong-v5's repeat_action_probability, applied by ALE per frame
 MAX_FRAMES = 108_000        # ALE/Pong-v5 truncates a game at 27,000 agent steps
@@ -108,8 +114,10 @@ class PongGames:
     other episodes or the order.
     """
 
-    def __init__(self, slots: int = 32):
-        self.slots = int(slots)
+    def __init__(self, slots: int, downsample, stack):
+        """``downsample(frames (k, 210, 160) uint8) -> (k, 42, 42) uint8``; ``stack(stacks (k, 4, 42,
+        42), frames (k, 42, 42)) -> (k, 4, 42, 42)``: drop each stack's oldest frame, append the new."""
+        self.slots, self.downsample, self.stack = int(slots), downsample, stack
         self._ales: list = []
         self._starts = None
 
@@ -145,8 +153,8 @@ class PongGames:
                 ale.reset_game()                      # previous action NOOP, the start screen
                 ale.restoreState(self._starts(seeds[e]))
                 ale.getScreenGrayscale(screens[slot])
-                obs[slot] = 0
-                obs[slot, -1] = downsample_batch(screens[slot:slot + 1])[0]
+                first = self.downsample(screens[slot:slot + 1])
+                obs[slot] = self.stack(np.zeros((1, STACK, SIZE, SIZE), np.uint8), first)[0]   # 3 empty frames
 
         for slot in range(n):
             start(slot)
@@ -166,11 +174,30 @@ class PongGames:
                 lengths[e] += 1
                 if ale.game_over() or lengths[e] >= cap:
                     ended.append(slot)
-            obs[active, :-1] = obs[active, 1:]
-            obs[active, -1] = downsample_batch(screens[active])
+            obs[active] = self.stack(obs[active], self.downsample(screens[active]))
             for slot in ended:
                 start(slot)
         return returns, lengths
 
     def close(self):
         self._ales = []
+
+
+def play_random(seeds) -> np.ndarray:
+    """Scores of a uniformly random player over all 6 of Pong-v5's actions, one full game of
+    ``ALE/Pong-v5`` per seed (the player draws from ``action_space.seed(seed)``)."""
+    import ale_py
+    import gymnasium as gym
+    gym.register_envs(ale_py)
+    env = gym.make("ALE/Pong-v5", obs_type="grayscale")
+    out = []
+    for seed in np.asarray(seeds, dtype=np.int64):
+        env.reset(seed=int(seed))
+        env.action_space.seed(int(seed))
+        total, done = 0.0, False
+        while not done:
+            _, r, term, trunc, _ = env.step(env.action_space.sample())
+            total, done = total + float(r), term or trunc
+        out.append(total)
+    env.close()
+    return np.array(out)

@@ -11,13 +11,12 @@ won minus points lost); ``play`` plays full games (Pong-v5 itself stops at 27,00
 """
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 
 from es.interfaces import Problem
 
-from .env import make_pong, register
-from .games import PongGames
+from .env import downsample_batch, make_pong, stack_batch
+from .games import PongGames, play_random
 from .policy import make_pong_policy
 
 
@@ -76,7 +75,7 @@ class PongProblem(Problem):
 
     def _play(self, params, rows, seeds, max_steps):
         if self._games is None:
-            self._games = PongGames(self.num_envs)
+            self._games = PongGames(self.num_envs, downsample_batch, stack_batch)
         layers_all = self.policy.unflatten(np.asarray(params, dtype=np.float32))
         rows = np.asarray(rows, dtype=np.int64)
 
@@ -100,20 +99,8 @@ class PongProblem(Problem):
         return self._play(np.asarray(params, dtype=np.float32)[None, :], np.zeros(len(seeds)), seeds, max_steps)
 
     def play_random(self, seeds):
-        """A uniformly random policy over all 6 of Pong-v5's actions, on the same seeds."""
-        register()
-        env = gym.make("ALE/Pong-v5", obs_type="grayscale")
-        out = []
-        for seed in np.asarray(seeds, dtype=np.int64):
-            env.reset(seed=int(seed))
-            env.action_space.seed(int(seed))
-            total, done = 0.0, False
-            while not done:
-                _, r, term, trunc, _ = env.step(env.action_space.sample())
-                total, done = total + float(r), term or trunc
-            out.append(total)
-        env.close()
-        return np.array(out)
+        """A uniformly random player over all 6 of Pong-v5's actions, on the same seeds."""
+        return play_random(seeds)
 
     def frames(self, params, seed: int, max_frames: int = 5000, every: int = 2):
         """RGB frames of one full game (every ``every``-th agent step) for a GIF."""

@@ -1,34 +1,46 @@
-"""Check that a submitted Pong run is the student's own: ES is a pure function of (config, seed).
+"""Check that a submitted Pong run is the student's own work (the grader's side; it does not
+ship in the student release). A run is a pure function of the settings, the seed and the
+student's code (``pong.student``), and its record lets the grader check it without running
+any of that code:
 
-``verify_run(run_dir, student_id, rng)`` reads ``config.json``, ``metrics.jsonl`` (with each
-generation's member returns, ``record_returns``) and ``checkpoint.npz``, and then:
+1. **Identity.** ``config.json`` must be the course's settings with the run seed of the student
+   being graded: a classmate's run, the shipped agent's or an edited config are someone else's.
+2. **The chain.** ``centers.npy`` holds the parameters before every generation. The first must
+   be the seeded initial parameters; each next one must be what the course's ES update makes
+   of the one before and that generation's recorded fitness (the noise comes from the seed),
+   within ``STEP_TOLERANCE`` of a step (the student's own ``es_step`` computed it, in its own
+   floating point); the last must be the checkpoint's. Centers that lead anywhere else, or
+   fitness edited to steer them, break it.
+3. **The games.** A few (generation, member) games drawn with the grader's generator are played
+   again with the course's preprocessing and policy: each must give the recorded fitness
+   exactly (Pong is deterministic given the seed; a student's ``downsample`` and
+   ``stack_frames`` that pass their checks are exact, so their games are the same games).
 
-1. **Identity.** The config must be the course's (``pong.student.student_config``) with the run
-   seed of ``student_id``: a classmate's run, the shipped agent's run or a fine-tuned one
-   (``--init``) are someone else's work.
-2. **The chain.** From the seeded initial parameters, every update is recomputed from the
-   recorded returns (the noise comes from the seed); the result must be the checkpoint's
-   parameters and optimizer state. Editing the checkpoint or a return breaks it.
-3. **The returns.** Recorded returns could be invented so that the chain leads anywhere
-   (ranking members by how far they move towards a chosen agent). A few (generation, member)
-   episodes drawn with ``rng`` are played again with the reference policy and must give
-   the recorded score exactly (Pong scores are integers and the episode is deterministic).
-
-What it costs: the chain is noise generation (~20 ms per generation); the episodes are a
-few full games. ``pong.student.beats_random`` on unseen seeds then decides the points.
+``pong.student.beats_random`` on seeds the run never saw then decides the points.
 """
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import time
+import zipfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from es import seeding
+from es.checkpoint import load_checkpoint
+from es.errors import ESError
+from es.shaping import centered_ranks
+
+from .env import downsample_batch, stack_batch
+from .student import POLICY, RESUMABLE, StudentCode, StudentConfig, perturbations, play, student_config
+
 MAX_FILE_BYTES = 50 << 20
 MAX_GENERATIONS = 2000
-CHAIN_TOLERANCE = 1e-6   # relative; 0 on the NumPy build that trained (see replay_chain)
+STEP_TOLERANCE = 1e-3        # of the learning rate: a center may differ this much from the course's update
+FREE = RESUMABLE                     # settings a student may change without changing the run
 
 
 class RunRejected(Exception):
@@ -39,51 +51,85 @@ class RunRejected(Exception):
 class Replay:
     generations: int
     center: np.ndarray
-    chain_max_diff: float
-    episodes: list          # (generation, member, recorded, replayed)
+    chain_max_diff: float        # largest deviation from the course's update, in learning rates
+    episodes: list               # (generation, member, recorded, replayed)
     seconds: float
 
 
+def reference_policy(w, b, features):
+    return (np.einsum("pf,pfa->pa", features, w) + b).argmax(axis=1)
+
+
+def reference_es_step(center, noise, fitness, state, sigma, lr, weight_decay):
+    """The course's update: centered ranks, the ES gradient with weight decay, one Adam ascent
+    step (betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64."""
+    state = state or {"m": np.zeros(center.size), "v": np.zeros(center.size), "t": 0}
+    w = centered_ranks(fitness).astype(np.float64)
+    grad = noise.T.astype(np.float64) @ w / (len(fitness) * sigma) - weight_decay * center.astype(np.float64)
+    t = state["t"] + 1
+    m = 0.9 * state["m"] + 0.1 * grad
+    v = 0.999 * state["v"] + 0.001 * grad * grad
+    step = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    return center + step, {"m": m, "v": v, "t": t}
+
+
+REFERENCE = StudentCode(downsample_batch, stack_batch, reference_policy, reference_es_step)
+
+
 def _read(path: Path, what: str) -> bytes:
-    if not path.is_file():
-        raise RunRejected(f"the run directory has no {path.name} ({what})")
+    if path.is_symlink() or not path.is_file():
+        raise RunRejected(f"the run directory has no {path.name} ({what})"
+                          + (" (it is a symbolic link: submit the file itself)" if path.is_symlink() else ""))
     if path.stat().st_size > MAX_FILE_BYTES:
         raise RunRejected(f"{path.name} is larger than {MAX_FILE_BYTES >> 20} MB")
     return path.read_bytes()
 
 
-def load_run(run_dir, student_id: str):
-    """(config, returns per generation, checkpoint center, meta, optimizer state) of a run the
-    course's configuration made for ``student_id``; RunRejected says what is wrong."""
-    from es.checkpoint import load_checkpoint
-    from es.config import ESConfig
-    from es.errors import ESError
-    from .student import normalise_id, student_config
+def _centers(path: Path, dim: int) -> np.ndarray:
+    """``centers.npy`` checked from its header before any array is read."""
+    _read(path, "the parameters before every generation")
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+        except (ValueError, OSError) as exc:
+            raise RunRejected(f"centers.npy is not a NumPy array file ({exc})") from None
+        if dtype != np.float32 or len(shape) != 2 or shape[1] != dim or not 1 <= shape[0] <= MAX_GENERATIONS + 1:
+            raise RunRejected(f"centers.npy holds {dtype} {shape}, not float32 (generations + 1, {dim})")
+        out = np.fromfile(f, dtype=np.float32, count=shape[0] * dim)
+    if out.size != shape[0] * dim or not np.all(np.isfinite(out)):
+        raise RunRejected("centers.npy is truncated or has non-finite values")
+    return out.reshape(shape)
+
+
+def load_run(run_dir, student_id: str, settings: StudentConfig | None = None):
+    """(config, fitness per generation, centers, checkpoint center) of a run the course's
+    settings (``settings``: others, for tests) made for ``student_id``; RunRejected says what is
+    wrong and what to do."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise RunRejected(f"{run_dir} is not a folder: submit the run directory your notebook trained into")
+        raise RunRejected(f"{run_dir} is not a folder: submit the run folder your notebook trained into")
+    want = replace(settings, seed=student_config(student_id).seed) if settings else student_config(student_id)
     try:
-        raw = json.loads(_read(run_dir / "config.json", "the run's configuration"))
-        config = ESConfig.from_dict(raw) if isinstance(raw, dict) else None
-    except (ValueError, TypeError, ESError) as exc:
-        raise RunRejected(f"config.json is not a run configuration: {str(exc)[:200]}") from None
-    if config is None:
-        raise RunRejected("config.json is not a run configuration")
-    sid = normalise_id(student_id)
-    want = student_config(sid)
-    if config.seed != want.seed:
-        raise RunRejected(f"the run's seed {config.seed} is not {sid}'s ({want.seed}): this run was trained under "
-                          "another identifier (a classmate's run, the shipped agent's, or an edited config)")
-    if config.init is not None:
-        raise RunRejected(f"the run starts from {config.init} (--init): it must start from its own seeded parameters")
-    free = {"generations", "workers", "init_sha256"}
-    differ = [k for k, v in want.to_dict().items() if k not in free and getattr(config, k) != v]
+        raw = json.loads(_read(run_dir / "config.json", "the run's settings"))
+    except ValueError:
+        raise RunRejected("config.json is not JSON") from None
+    if not isinstance(raw, dict) or set(raw) != set(asdict(want)):
+        raise RunRejected("config.json is not the settings of a course run (pong.student.StudentConfig)")
+    if raw["seed"] != want.seed:
+        raise RunRejected(f"this run was trained as another student: its seed {raw['seed']} is not the seed of "
+                          f"{student_id!r} ({want.seed}). The grader takes the student from the top-level folder of "
+                          "the submission; if that folder is not named like the STUDENT_ID you trained with, rename "
+                          "it, or ask your instructor to grade with --student ID")
+    differ = [k for k, v in asdict(want).items() if k not in FREE and raw[k] != v]
     if differ:
-        raise RunRejected(f"the run's configuration differs from the course's in {', '.join(differ)}; train with "
-                          "pong.student.student_config(STUDENT_ID)")
-    text = _read(run_dir / "metrics.jsonl", "the generations' returns").decode("utf-8", "replace")
-    returns = []
-    for n, line in enumerate(text.splitlines()):
+        raise RunRejected(f"the run's settings differ from the course's in {', '.join(differ)}; train with "
+                          "pong.student.train_until_beats_random as notebook 04 does")
+    config = want.__class__(**{**asdict(want), **{k: raw[k] for k in FREE if isinstance(raw[k], int)}})
+    fitness = []
+    for n, line in enumerate(_read(run_dir / "metrics.jsonl", "each generation's fitness").decode(
+            "utf-8", "replace").splitlines()):
         try:
             row = json.loads(line)
         except ValueError:
@@ -91,77 +137,53 @@ def load_run(run_dir, student_id: str):
         r = row.get("returns") if isinstance(row, dict) else None
         if not isinstance(r, list) or row.get("generation") != n or len(r) != config.population \
                 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r):
-            raise RunRejected(f"metrics.jsonl line {n + 1} is not generation {n} with {config.population} returns")
-        returns.append(np.array(r, dtype=np.float64))
-    _read(run_dir / "checkpoint.npz", "the trained parameters")    # exists, and is not huge
+            raise RunRejected(f"metrics.jsonl line {n + 1} is not generation {n} with {config.population} fitness values")
+        fitness.append(np.array(r, dtype=np.float64))
+    if not 1 <= len(fitness) <= MAX_GENERATIONS:
+        raise RunRejected(f"metrics.jsonl records {len(fitness)} generations (between 1 and {MAX_GENERATIONS})")
+    centers = _centers(run_dir / "centers.npy", POLICY.num_params)
+    _read(run_dir / "checkpoint.npz", "the trained parameters")
     try:
-        center, meta, opt = load_checkpoint(run_dir / "checkpoint.npz")
-    except ESError as exc:
+        center, meta, _ = load_checkpoint(run_dir / "checkpoint.npz")
+    except (ESError, zipfile.BadZipFile) as exc:
         raise RunRejected(str(exc)) from None
-    if meta.get("generation") != len(returns) or not 1 <= len(returns) <= MAX_GENERATIONS:
-        raise RunRejected(f"the checkpoint is at generation {meta.get('generation')} but metrics.jsonl records "
-                          f"{len(returns)} generations (at most {MAX_GENERATIONS})")
-    return config, returns, center, meta, opt
+    if meta.get("generation") != len(fitness) or len(centers) != len(fitness) + 1:
+        raise RunRejected(f"the checkpoint is at generation {meta.get('generation')}, centers.npy has {len(centers)} "
+                          f"centers and metrics.jsonl {len(fitness)} generations: they come from different moments")
+    return config, fitness, centers, center
 
 
-def strategy_for(config):
-    """(strategy, optimizer, problem) exactly as ``es.train`` builds them for a fresh run."""
-    from es.training import make_problem_for, make_strategy
-    problem = make_problem_for(config, one_thread=False)
-    strategy, optimizer = make_strategy(config, problem.initial_params(config.seed), problem.num_params)
-    return strategy, optimizer, problem
-
-
-def replay_chain(config, returns, sample: set):
-    """Every update again from the recorded returns. Returns (final center, optimizer state,
-    {generation: task} for the generations in ``sample``, problem). Same code and one BLAS
-    thread, as in training, so on the same NumPy build the result is bit for bit the
-    checkpoint's."""
-    from es.training import one_blas_thread
-    strategy, optimizer, problem = strategy_for(config)
-    tasks = {}
-    with one_blas_thread():
-        for g, r in enumerate(returns):
-            task = strategy.ask()
-            if g in sample:
-                tasks[g] = task
-            strategy.tell(r)
-    return strategy.center, optimizer.state_dict(), tasks, problem
-
-
-def _rel_diff(a, b) -> float:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        return math.inf
-    return float(np.max(np.abs(a - b), initial=0.0) / (1.0 + np.max(np.abs(b), initial=0.0)))
-
-
-def verify_run(run_dir, student_id: str, rng: np.random.Generator, episodes: int = 6) -> Replay:
+def verify_run(run_dir, student_id: str, rng: np.random.Generator, episodes: int = 6,
+               settings: StudentConfig | None = None) -> Replay:
     """Raises RunRejected with the reason, or returns what was replayed."""
-    import time
-    from es import seeding
-    from es.evaluators import evaluate_members
     t0 = time.perf_counter()
-    config, returns, center, meta, opt = load_run(run_dir, student_id)
-    g_count = len(returns)
-    picks = [(int(rng.integers(g_count)), int(rng.integers(config.population))) for _ in range(episodes)]
-    chain_center, chain_opt, tasks, problem = replay_chain(config, returns, {g for g, _ in picks})
-    diff = _rel_diff(chain_center, center)
-    opt_diff = max((_rel_diff(v, opt[k]) if k in opt else math.inf for k, v in chain_opt.items()), default=0.0)
-    if not max(diff, opt_diff) <= CHAIN_TOLERANCE:
-        raise RunRejected(f"the checkpoint is not what the recorded returns lead to from the run's seed "
-                          f"(parameters differ by up to {diff:.3g}, optimizer state by {opt_diff:.3g}, relative): "
-                          "the checkpoint or the returns were edited, or they come from different runs")
+    config, fitness, centers, center = load_run(run_dir, student_id, settings)
+    if not np.array_equal(centers[0], POLICY.initial_params(config.seed)):
+        raise RunRejected("the run does not start from its seed's initial parameters (centers.npy[0])")
+    if not np.array_equal(centers[-1], center):
+        raise RunRejected("the checkpoint's parameters are not the last entry of centers.npy")
+    worst, state = 0.0, None
+    for g, f in enumerate(fitness):
+        noise = perturbations(config.seed, g, config.population, centers.shape[1])
+        want, state = reference_es_step(centers[g].astype(np.float64), noise, f, state, config.sigma,
+                                        config.learning_rate, config.weight_decay)
+        diff = float(np.max(np.abs(centers[g + 1] - want))) / config.learning_rate
+        worst = max(worst, diff)
+        if not diff <= STEP_TOLERANCE:
+            raise RunRejected(f"generation {g}: the parameters after it are not the course's ES update of the ones "
+                              f"before with the recorded fitness (off by {diff:.3g} learning rates): centers.npy, "
+                              "the checkpoint or metrics.jsonl were edited, or es_step is not the notebook's update")
     seen = []
-    try:
-        for g, m in sorted(set(picks)):
-            seeds = seeding.episode_seeds(config.seed, g, max(config.episodes_per_member, config.center_episodes))
-            got, _, _, _ = evaluate_members(problem, tasks[g], [m], seeds[:config.episodes_per_member])
-            seen.append((g, m, float(returns[g][m]), float(got[0])))
-            if got[0] != returns[g][m]:
-                raise RunRejected(f"generation {g}, member {m}: the run records a fitness of {returns[g][m]:+.5f}, "
-                                  f"but playing that member's game again gives {got[0]:+.5f}: the returns were "
-                                  "not played by this run's policies")
-    finally:
-        problem.close()
-    return Replay(g_count, center, diff, seen, time.perf_counter() - t0)
+    picks = sorted({(int(rng.integers(len(fitness))), int(rng.integers(config.population))) for _ in range(episodes)})
+    for g, m in picks:
+        params = centers[g] + np.float32(config.sigma) * perturbations(config.seed, g, config.population,
+                                                                       centers.shape[1])[m]
+        seed = int(seeding.episode_seeds(config.seed, g, 1)[0])
+        score, length = play(REFERENCE, params[None], [seed], config.game_cap)
+        got = float(score[0] + 1e-5 * length[0])
+        seen.append((g, m, float(fitness[g][m]), got))
+        if got != fitness[g][m]:
+            raise RunRejected(f"generation {g}, member {m}: the run records a fitness of {fitness[g][m]:+.5f}, but "
+                              f"playing that member's game again gives {got:+.5f}: the fitness was not played by this "
+                              "run's policies (or downsample / stack_frames / batched_policy are not exact)")
+    return Replay(len(fitness), center, worst, seen, time.perf_counter() - t0)

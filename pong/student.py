@@ -1,46 +1,77 @@
-"""The student's Pong run: its configuration, its seed, the one evaluation rule, and a loop
-that trains until the agent beats a random player.
+"""The student's Pong run (notebook 04): the course's settings, a seed from the student's
+identifier, a training loop around the student's own code, and the one evaluation rule.
 
-**The evaluation rule** (notebook 04, the grader, the README and ``benchmarks/pong_student.py``
-all call ``beats_random``, and ``python -m es eval CHECKPOINT --episodes 20`` prints the same
-``beats_random``): 20 full games of ``ALE/Pong-v5`` (sticky actions 0.25) with the agent and 20
-with a uniformly random player on the same seeds; the agent beats random when the 95%
-t-interval of its mean (``es.play.mean_ci95``) lies entirely above the random player's.
+This module ships in the student release, so it holds no reference implementation of a
+graded function: the four functions a student writes in notebook 04 come in as a
+``StudentCode`` and do the work (``downsample`` and ``stack_frames`` build the observations
+``pong.games`` hands out, ``batched_policy`` picks every action of every game,
+``es_step`` updates the parameters). The loop around them is plumbing: perturbations from
+seeds, games in two worker processes, a record that lets the grader replay the run, resuming.
 
-**Fitness matches it**: members play whole games, so the score ES climbs is the score it is
-judged on. Capped 1000-step windows reward delaying the next lost point, and an agent trained
-on them reached -5 per window while losing full games about 18:21 (``pong/README.md``). The
-cap of 5000 agent steps ends only games far longer than this stage plays (a fresh policy's
-last ~900 steps, a -10 agent's ~3,900); without it, the rare policy that holds the ball in an
-endless rally (seen in the third generation of a fresh run) kept one game slot busy for
-Pong-v5's whole 27,000 steps while the others waited, a generation 10x its usual time.
-Equal scores rank by the game's length (``tie_break="length"``: + 1e-5 per step, never
-enough to pass a point): at first every member loses 21:0, and the score alone would rank
-them all equal; the one that kept the ball in play longest is the one to follow.
+**The record** (``RUN_DIR``): ``config.json`` (the settings and the run seed),
+``metrics.jsonl`` (per generation: every member's fitness, as ``es_step`` got it),
+``centers.npy`` (the parameters before every generation and after the last), and
+``checkpoint.npz`` (the center and the state of ``es_step``, to resume). ``pong.replay``
+checks it: the identity, each center against the course's update of the one before, and a
+few recorded games played again.
 
-**The run seed comes from the student's identifier**, so each student's run is their own, and
-a run is a pure function of (config, seed): ``pong.replay`` checks a submitted one.
+**Fitness** is the score of a whole game (capped at ``GAME_CAP`` agent steps; points won minus
+points lost), plus 1e-5 per step the game lasted, never enough to pass a point: at first every
+member loses 21:0, and the one that kept the ball in play longest is the one to follow.
+
+**The evaluation rule** (notebook 04, the grader, ``benchmarks/pong_student.py``): 20 full
+games of ``ALE/Pong-v5`` with the agent and 20 with a uniformly random player on the same
+seeds; the agent beats random when the 95% t-interval of its mean (``es.play.mean_ci95``,
+the interval ``python -m es eval`` prints) lies entirely above the random player's.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+import os
+import time
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
 
-GAME_CAP = 5_000          # agent steps per training game (Pong-v5 itself stops at 27,000)
-GAMES = 20                # games per evaluation, for the agent and for the random player
-STUDENT_SETTINGS = {"population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
-                    "max_steps": GAME_CAP, "generations": 200, "eval_episodes": GAMES,
-                    "record_returns": True, "workers": 2, "extra": {"tie_break": "length"}}
+from es import seeding
+from es.checkpoint import load_checkpoint, save_checkpoint
+from es.play import mean_ci95
+from es.policies import split_layers
+
+from .games import PONG_ACTIONS, PongGames, play_random
+from .policy import PongDensePolicy
+
+GAMES = 20            # games per evaluation, for the agent and for the random player
+RESUMABLE = {"generations", "check_every", "workers"}   # may change between sessions: the run stays the same
+POLICY = PongDensePolicy()      # band features (1176) -> 3 action logits: W (1176, 3) and b (3,)
 
 
-def student_seed(student_id: str) -> int:
-    """The run seed of ``student_id`` (case and surrounding spaces ignored): 31 bits of a hash."""
-    sid = normalise_id(student_id)
-    return int.from_bytes(hashlib.sha256(f"es-course pong:{sid}".encode()).digest()[:4], "big") >> 1
+@dataclass(frozen=True)
+class StudentConfig:
+    """The course's settings; ``seed`` comes from the student's identifier."""
+    seed: int
+    population: int = 64
+    sigma: float = 0.05
+    learning_rate: float = 0.01
+    weight_decay: float = 0.005
+    game_cap: int = 5_000       # agent steps per training game (Pong-v5 itself stops at 27,000)
+    generations: int = 200      # at most; training stops at the first agent that beats random
+    check_every: int = 5        # generations between evaluations, once the population beats -20
+    workers: int = 2
+
+
+@dataclass(frozen=True)
+class StudentCode:
+    """The four functions of notebook 04 (see there for what each takes and returns)."""
+    downsample: Callable        # (k, 210, 160) uint8 -> (k, 42, 42) uint8
+    stack_frames: Callable      # (k, 4, 42, 42), (k, 42, 42) -> (k, 4, 42, 42)
+    batched_policy: Callable    # W (P, F, 3), b (P, 3), features (P, F) -> actions (P,)
+    es_step: Callable           # (center, noise, fitness, state, sigma, lr, weight_decay) -> (center, state)
 
 
 def normalise_id(student_id) -> str:
@@ -50,24 +81,79 @@ def normalise_id(student_id) -> str:
     return sid
 
 
-def student_config(student_id: str, **overrides):
-    """The course's Pong configuration, seeded for ``student_id``."""
-    import es
-    settings = {**STUDENT_SETTINGS, **overrides, "seed": student_seed(student_id)}
-    return es.config_for("pong", **settings)
+def student_seed(student_id: str) -> int:
+    """The run seed of ``student_id`` (case and surrounding spaces ignored): 31 bits of a hash."""
+    return int.from_bytes(hashlib.sha256(f"es-course pong:{normalise_id(student_id)}".encode()).digest()[:4],
+                          "big") >> 1
 
 
-def student_problem(config, head=None):
-    """The problem ``config`` trains on; ``head`` (notebook 04's ``batched_policy``) computes the
-    policy's actions in every game, in this process and in the worker processes."""
-    from es.training import make_problem_for
-    problem = make_problem_for(config)
-    if head is None:
-        return problem
-    from .problem import PongProblem
-    return PongProblem.from_spec(problem.spec(), head=head)
+def student_config(student_id: str, **overrides) -> StudentConfig:
+    return StudentConfig(seed=student_seed(student_id), **overrides)
 
 
+def identity_note(student_id: str, folder=None) -> str:
+    """What the grader will check, said before training starts (notebook 04 prints it)."""
+    sid, folder = normalise_id(student_id), Path(folder or Path.cwd())
+    note = (f"Training as {sid!r} (run seed {student_seed(sid)}). The grader replays this run only for {sid!r}: "
+            f"it takes the student from the top-level folder of your submission (CLASS/{sid}/...), or from "
+            f"--student {sid}.")
+    if normalise_id(folder.name) != sid:
+        note += (f" This notebook runs in {folder.name!r}: when you hand it in, put it with its run folder in a "
+                 f"folder named {sid!r}, or tell your instructor to grade it with --student {sid}.")
+    return note
+
+
+def perturbations(seed: int, generation: int, population: int, dim: int) -> np.ndarray:
+    """Mirrored noise of one generation, ``(population, dim)`` float32: member 2k is +eps_k and
+    member 2k+1 is -eps_k, every eps_k from the generation's own seeded stream."""
+    half = seeding.rng_for(seed, seeding.NOISE, generation).standard_normal((population // 2, dim), dtype=np.float32)
+    return np.stack([half, -half], axis=1).reshape(population, dim)
+
+
+# ---- games ----
+_GAMES: PongGames | None = None     # per process: building 32 games costs seconds
+
+
+def play(code: StudentCode, params, seeds, cap: int | None = None):
+    """One game per row of ``params`` on the matching seed: (score, agent steps)."""
+    global _GAMES
+    params = np.asarray(params, dtype=np.float32)
+    if _GAMES is None:
+        _GAMES = PongGames(32, code.downsample, code.stack_frames)
+    _GAMES.downsample, _GAMES.stack = code.downsample, code.stack_frames
+    (w, b), = split_layers(params, [(POLICY.num_features, 3)])
+
+    def choose(episodes, obs):
+        actions = np.asarray(code.batched_policy(w[episodes], b[episodes, 0], POLICY.features(obs)))
+        if actions.shape != (len(episodes),) or not np.isin(actions, (0, 1, 2)).all():
+            raise ValueError(f"batched_policy returned {actions!r:.80}; expected one action in 0, 1, 2 per member")
+        return actions.astype(np.int64)
+
+    return _GAMES.play(choose, seeds, cap)
+
+
+def _chunk(code, config: StudentConfig, center, generation, first, end, seeds, with_center):
+    noise = perturbations(config.seed, generation, config.population, center.size)[first:end]
+    params = center[None, :] + np.float32(config.sigma) * noise
+    if with_center:
+        params = np.vstack([params, center[None, :]])
+    scores, lengths = play(code, params, np.repeat(seeds[:1], len(params)), config.game_cap)
+    return scores + 1e-5 * lengths, lengths
+
+
+def evaluate_generation(code, config, center, generation, parallel):
+    """Fitness of every member and of the center on the generation's game seed."""
+    seeds = seeding.episode_seeds(config.seed, generation, 1)
+    step = max(2, config.population // (2 * config.workers))
+    bounds = [(a, min(a + step, config.population)) for a in range(0, config.population, step)]
+    jobs = [delayed(_chunk)(code, config, center, generation, a, b, seeds, i == len(bounds) - 1)
+            for i, (a, b) in enumerate(bounds)]
+    out = parallel(jobs) if parallel is not None else [j[0](*j[1], **j[2]) for j in jobs]
+    fitness, lengths = np.concatenate([o[0] for o in out]), np.concatenate([o[1] for o in out])
+    return fitness[:-1], lengths[:-1], float(fitness[-1]), int(lengths[-1])
+
+
+# ---- the evaluation rule ----
 @dataclass
 class Verdict:
     agent_mean: float
@@ -90,84 +176,151 @@ class Verdict:
                 f"{self.seeds[-1]}): {verdict}")
 
 
-def interval(scores) -> tuple:
-    from es.play import mean_ci95
-    return tuple(mean_ci95(scores)[2])
-
-
 _RANDOM_CACHE: dict = {}
 
 
-def _play(job):
-    from .problem import PongProblem
-    params, seeds = job
-    problem = PongProblem()
-    if params is None:
-        return problem.play_random(seeds).tolist()
-    return problem.play(params, seeds)[0].tolist()
-
-
-def beats_random(params, first_seed: int = 0, games: int = GAMES, n_jobs: int = 2) -> Verdict:
-    """The evaluation rule: ``games`` full games with ``params`` and with a random player on
-    seeds ``first_seed..``; two processes (agent, random) when ``n_jobs`` > 1."""
+def beats_random(code: StudentCode, params, first_seed: int = 0, games: int = GAMES, n_jobs: int = 2) -> Verdict:
+    """The evaluation rule on seeds ``first_seed..``: the agent (played with ``code``) and a
+    random player, in two processes when ``n_jobs`` > 1."""
     seeds = tuple(range(int(first_seed), int(first_seed) + int(games)))
-    params = np.asarray(params, dtype=np.float32)
-    cached = _RANDOM_CACHE.get(seeds)
-    jobs = [(params, seeds)] + ([] if cached is not None else [(None, seeds)])
-    if n_jobs > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
-        results = Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_play)(j) for j in jobs)
+    params = np.asarray(params, dtype=np.float32)[None, :].repeat(len(seeds), axis=0)
+    agent_job = delayed(play)(code, params, seeds)
+    if seeds not in _RANDOM_CACHE:
+        jobs = [agent_job, delayed(play_random)(seeds)]
+        agent, rand = Parallel(n_jobs=min(n_jobs, 2))(jobs) if n_jobs > 1 else [j[0](*j[1]) for j in jobs]
+        _RANDOM_CACHE[seeds] = [float(x) for x in rand]
     else:
-        results = [_play(j) for j in jobs]
-    agent = results[0]
-    rand = cached if cached is not None else results[1]
-    _RANDOM_CACHE[seeds] = rand
-    return Verdict(float(np.mean(agent)), interval(agent), float(np.mean(rand)), interval(rand), seeds, agent, rand)
+        agent = play(code, params, seeds)
+    scores = [float(x) for x in agent[0]]
+    rand = _RANDOM_CACHE[seeds]
+    return Verdict(float(np.mean(scores)), tuple(mean_ci95(scores)[2]), float(np.mean(rand)),
+                   tuple(mean_ci95(rand)[2]), seeds, scores, rand)
 
 
-def train_until_beats_random(config, run_dir, problem=None, *, check_every: int = 5, first_seed: int = 0,
-                             budget_minutes: float | None = None, on_generation=None, progress: bool = False):
-    """Train ``check_every`` generations at a time (resuming ``run_dir``, bit-identical to one
-    long run) and apply the evaluation rule when the population's games have improved on a
-    random player's (mean score above -20 over the last ``check_every`` generations). Stops at
-    the first passing checkpoint, at ``config.generations`` or after ``budget_minutes`` of
-    training. Returns ``(verdict or None, train_seconds, generations)``; evaluation time is
-    not training time."""
-    import es
-    from es.training import _read_metrics, make_evaluator
-    run_dir = Path(run_dir)
-    verdict, total = None, int(config.generations)
-    passed = run_dir / "beats_random.json"      # the first passing checkpoint's verdict: done
-    if (verdict := _recorded_verdict(passed, _generations_done(run_dir))) is not None:
-        rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
-        print(f"{run_dir} already holds an agent that beats random: {verdict}")
-        return verdict, rows[-1]["train_seconds"], len(rows)
-    problem = problem if problem is not None else student_problem(config)
-    evaluator = make_evaluator(config, problem)   # one for every stretch: its worker processes stay up
-    try:
-        while True:
-            done = _generations_done(run_dir)
-            if done >= total:
+# ---- the run ----
+class StudentRun:
+    """A run directory: start it, resume it bit for bit, append one generation at a time."""
+
+    def __init__(self, run_dir, config: StudentConfig):
+        self.dir, self.config = Path(run_dir), config
+        self.dir.mkdir(parents=True, exist_ok=True)
+        saved, fixed = self.dir / "config.json", {k: v for k, v in asdict(config).items() if k not in RESUMABLE}
+        try:
+            before = json.loads(saved.read_text()) if saved.exists() else None
+        except ValueError:
+            before = {}
+        if before is not None and (not isinstance(before, dict) or
+                                   {k: v for k, v in before.items() if k not in RESUMABLE} != fixed):
+            raise ValueError(f"{self.dir} holds a run with other settings ({saved}); use another RUN_DIR, or delete "
+                             "the folder to start over")
+        saved.write_text(json.dumps(asdict(config), indent=2) + "\n")
+        if (self.dir / "checkpoint.npz").exists():
+            center, meta, state = load_checkpoint(self.dir / "checkpoint.npz")
+            self.generation, self.train_seconds = int(meta["generation"]), float(meta["train_seconds"])
+            self.state = _state_from_arrays(state)
+            self.centers = list(np.load(self.dir / "centers.npy")[:self.generation + 1])
+            self.rows = read_metrics(self.dir)[:self.generation]
+            if len(self.centers) != self.generation + 1 or not np.array_equal(self.centers[-1], center):
+                raise ValueError(f"{self.dir}: centers.npy does not match checkpoint.npz; delete the folder to start over")
+        else:
+            self.generation, self.train_seconds, self.state, self.rows = 0, 0.0, None, []
+            self.centers = [POLICY.initial_params(config.seed)]
+
+    @property
+    def center(self) -> np.ndarray:
+        return self.centers[-1]
+
+    def step(self, code: StudentCode, parallel) -> dict:
+        c, g, t0 = self.config, self.generation, time.perf_counter()
+        fitness, lengths, center_fitness, center_length = evaluate_generation(code, c, self.center, g, parallel)
+        noise = perturbations(c.seed, g, c.population, self.center.size)
+        new, state = code.es_step(self.center.copy(), noise, fitness.copy(), self.state, c.sigma, c.learning_rate,
+                                  c.weight_decay)
+        new = np.asarray(new)
+        if new.shape != self.center.shape or not np.all(np.isfinite(new)):
+            raise ValueError(f"es_step returned parameters of shape {new.shape} (expected {self.center.shape}, all "
+                             "finite); check it with check.es_step")
+        self.centers.append(new.astype(np.float32))
+        self.state, self.generation = state, g + 1
+        self.train_seconds += time.perf_counter() - t0
+        row = {"generation": g, "returns": fitness.tolist(), "pop_mean": float(fitness.mean()),
+               "pop_max": float(fitness.max()), "center_return": center_fitness,
+               "env_steps": int(lengths.sum()) + center_length, "train_seconds": self.train_seconds}
+        self.rows.append(row)
+        self._save()
+        return row
+
+    def _save(self):
+        with open(self.dir / "metrics.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in self.rows)
+        tmp = self.dir / "centers.npy.tmp"
+        with open(tmp, "wb") as f:
+            np.save(f, np.stack(self.centers))
+        os.replace(tmp, self.dir / "centers.npy")
+        save_checkpoint(self.dir / "checkpoint.npz", self.center, {"generation": self.generation,
+                        "train_seconds": self.train_seconds, "num_params": int(self.center.size),
+                        "problem": {"kind": "pong", "env_id": "ALE/Pong-v5", "policy": POLICY.spec(),
+                                    "max_steps": self.config.game_cap}}, _state_to_arrays(self.state))
+
+
+def _state_to_arrays(state) -> dict:
+    if not state:                   # before the first update
+        return {}
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise ValueError("es_step's state must be a dict of arrays and numbers (e.g. {'m': ..., 'v': ..., 't': ...})")
+    return {k: np.asarray(v) for k, v in state.items()}
+
+
+def _state_from_arrays(arrays: dict):
+    if not arrays:
+        return None
+    return {k: (v.item() if v.ndim == 0 else v) for k, v in arrays.items()}
+
+
+def read_metrics(run_dir) -> list[dict]:
+    path = Path(run_dir) / "metrics.jsonl"
+    rows = []
+    for line in (path.read_text().splitlines() if path.exists() else []):
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            break      # a line cut short by a crash: the checkpoint is older
+    return rows
+
+
+def train_until_beats_random(student_id: str, run_dir, code: StudentCode, *, budget_minutes: float | None = None,
+                             first_seed: int = 0, progress: bool = True, config: StudentConfig | None = None):
+    """Train (resuming ``run_dir``) until the agent beats random on seeds ``first_seed..``, for at
+    most ``config.generations`` generations or ``budget_minutes`` of training. The rule is
+    applied every ``check_every`` generations once the population's games beat -20 on average.
+    Returns ``(verdict or None, minutes of training, generations)``; evaluation is not training."""
+    config = config or student_config(student_id)
+    run = StudentRun(run_dir, config)
+    passed = run.dir / "beats_random.json"
+    verdict = _recorded_verdict(passed, run.generation)
+    if verdict is not None:
+        print(f"{run.dir} already holds an agent that beats random: {verdict}")
+        return verdict, run.train_seconds / 60, run.generation
+    bar = tqdm(total=config.generations, initial=run.generation, unit="gen", desc=f"Pong {normalise_id(student_id)}",
+               disable=not progress)
+    with Parallel(n_jobs=config.workers) as parallel:
+        while run.generation < config.generations:
+            if budget_minutes is not None and run.train_seconds >= 60 * budget_minutes:
                 break
-            config.generations = min(total, done + check_every)
-            run = es.train(config, problem, run_dir=run_dir, resume=(run_dir / "checkpoint.npz").exists(),
-                           evaluator=evaluator, final_eval=False, on_generation=on_generation, progress=progress)
-            rows = _read_metrics(run_dir / "metrics.jsonl", run.summary["generations"])
-            seconds = rows[-1]["train_seconds"] if rows else 0.0
-            if np.mean([r["pop_mean"] for r in rows[-check_every:]]) > -20.0:
-                verdict = beats_random(run.center, first_seed)
-                print(f"generation {run.summary['generations']} ({seconds / 60:.1f} min of training): {verdict}",
-                      flush=True)
+            row = run.step(code, parallel)
+            bar.update(1)
+            bar.set_postfix_str(f"population {row['pop_mean']:.2f} | best {row['pop_max']:.1f} | "
+                                f"{run.train_seconds / 60:.1f} min")
+            recent = run.rows[-config.check_every:]
+            if run.generation % config.check_every == 0 and np.mean([r["pop_mean"] for r in recent]) > -20.0:
+                verdict = beats_random(code, run.center, first_seed)
+                bar.write(f"generation {run.generation} ({run.train_seconds / 60:.1f} min of training): {verdict}")
                 if verdict.beats_random:
-                    passed.write_text(json.dumps({"generation": run.summary["generations"], **asdict(verdict)}) + "\n")
+                    passed.write_text(json.dumps({"generation": run.generation, **asdict(verdict)}) + "\n")
                     break
-            if budget_minutes is not None and seconds >= 60 * budget_minutes:
-                break
-    finally:
-        evaluator.close()
-        config.generations = total
-    rows = _read_metrics(run_dir / "metrics.jsonl", 1 << 30)
-    return verdict, (rows[-1]["train_seconds"] if rows else 0.0), len(rows)
+                verdict = None
+    bar.close()
+    return verdict, run.train_seconds / 60, run.generation
 
 
 def _recorded_verdict(path: Path, generation: int) -> Verdict | None:
@@ -178,7 +331,7 @@ def _recorded_verdict(path: Path, generation: int) -> Verdict | None:
         return None
     try:
         record = json.loads(path.read_text())
-        if record.pop("generation", None) != generation:
+        if record.pop("generation", None) != generation or set(record) != {f.name for f in fields(Verdict)}:
             return None
         verdict = Verdict(**record)
         str(verdict)                            # every field has the type the message needs
@@ -188,9 +341,5 @@ def _recorded_verdict(path: Path, generation: int) -> Verdict | None:
         return None
 
 
-def _generations_done(run_dir: Path) -> int:
-    if not (run_dir / "checkpoint.npz").exists():
-        return 0
-    from es.checkpoint import load_checkpoint
-    return int(load_checkpoint(run_dir / "checkpoint.npz")[1]["generation"])
-
+__all__ = ["StudentCode", "StudentConfig", "Verdict", "beats_random", "identity_note", "perturbations", "play",
+           "student_config", "student_seed", "train_until_beats_random", "PONG_ACTIONS"]

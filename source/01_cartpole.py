@@ -2,9 +2,9 @@
 # # 01 · ES in one thread solves CartPole-v1 [10 points with notebook 00]
 #
 # A linear policy (4 observations -> 2 action logits, 10 parameters, the layout of
-# `es.policies.MLPPolicy(4, 2, ())`) is plenty for CartPole. You write the sampling, the
-# optimizer and the training loop; `es` provides a fast batched CartPole (bit-identical to
-# gymnasium's) so that a whole population plays at once.
+# `es.policies.MLPPolicy(4, 2, ())`: the 4x2 weights row by row, then the 2 biases) is plenty
+# for CartPole. You write the sampling, the optimizer and the training loop; `es` provides a
+# fast batched CartPole (bit-identical to gymnasium's) so that a whole population plays at once.
 #
 # "Solved" = the mean return of your final parameters is at least 475 on gymnasium's
 # `CartPole-v1` with seeds 1000..1019.
@@ -97,25 +97,31 @@ check.adam_update(adam_update)
 # %% [markdown]
 # ## 3. The training loop
 #
-# Each generation: draw mirrored noise, evaluate `center + sigma * noise` with
-# `cartpole_returns` (every member on the same start state: common random numbers), shape
-# the returns, estimate the gradient, step. Stop when the unperturbed center scores 500 on
-# 128 start states at once (on only 8, about one seed in fifty stops at a policy that drops
-# one start in ten and misses the 475 bar). Population 256, sigma 0.2, plain SGD with step 0.3 and z-scored returns
-# work well (see the README for why z-scores beat ranks here); Adam works too, more slowly.
-# `center_returns(center, seeds)` plays the center on several start states at once.
+# Start from `center = np.zeros(10)` and `rng = np.random.default_rng(seed)`; every random
+# number of the run comes from `rng`, in this order, so the same seed gives the same run. Each
+# generation:
 #
-# Each notebook runs on its own: `centered_ranks` and `es_gradient` from notebook 00 are not
-# defined here. The gradient is one line, `noise.T @ weights / (population * sigma)`: write it
-# inline (or paste your function from 00). z-scored returns are
-# `(returns - returns.mean()) / (returns.std() + 1e-8)`.
+# 1. `starts = rng.integers(0, 2**31, 128)`: 128 start states (episode seeds) for the center.
+# 2. Log the center's mean return on them, `center_returns(center, starts).mean()`, into `log`
+#    (if given), **before** the update, so the first point is the untrained center.
+# 3. Stop if the center scored 500 on all 128 (on only 8, about one seed in fifty stops at a
+#    policy that drops one start in ten and misses the 475 bar).
+# 4. `noise = antithetic_noise(rng, population, 10)`; evaluate `center + sigma * noise` with
+#    `cartpole_returns` on `starts[0]` (every member on the same start state: common random
+#    numbers).
+# 5. z-score the returns, `(returns - returns.mean()) / (returns.std() + 1e-8)`, and step:
+#    `center = center + lr * noise.T @ z / (population * sigma)` (plain SGD, step 0.3).
 #
-# <details><summary>Hint: one generation</summary>
+# Population 256, sigma 0.2 and z-scored returns work well here (the README's design notes say
+# why z-scores beat ranks on CartPole); Adam works too, more slowly. Each notebook runs on its
+# own: `centered_ranks` and `es_gradient` from notebook 00 are not defined here; the gradient
+# is the one line above. Return the final center as float32.
 #
-# `noise = antithetic_noise(rng, population, dim)`; `returns = cartpole_returns(center +
-# sigma * noise, start)` with one `start` drawn from `rng` per generation; z-score them;
-# `center += lr * noise.T @ z / (population * sigma)`. Every draw comes from `rng`, made
-# from `seed`, so the same seed gives the same parameters.
+# <details><summary>Hint: the whole loop</summary>
+#
+# A `for g in range(generations)` loop with the five steps in order; `break` at step 3. Draw
+# nothing from `np.random.*`: `check.train_cartpole` trains twice from the same seed and
+# compares.
 # </details>
 
 # %%
@@ -151,8 +157,13 @@ plt.title("CartPole-v1")
 plt.show()
 
 # %% [markdown]
-# **Expected output:** with seed 0 the center's mean return goes roughly 9, 95, 284, 292, 91,
-# 399, 27, 500: solved after 8 generations (about a second). Over seeds 0..19 it takes 3 to
-# 9 generations, 7 at the median. The curve is not monotone: a step that helps the 256
-# members' shared start state can hurt the center elsewhere, and the run stops only when
-# the center scores 500 on all 128 start states at once.
+# **Expected output:** with seed 0, the five steps above give exactly the curve below: the
+# center's mean return goes 9.4, 94.7, 284.0, 292.4, 90.9, 398.9, 26.9, 500.0, solved after 8
+# generations (about a second). Over seeds 0..19 it takes 3 to 9 generations, 7 at the median.
+# The curve is not monotone: a step that helps the 256 members' shared start state can hurt the
+# center elsewhere, and the run stops only when the center scores 500 on all 128 start states.
+
+# %%
+EXPECTED_CURVE = [9.4, 94.7, 284.0, 292.4, 90.9, 398.9, 26.9, 500.0]
+print("your curve:", [round(float(c), 1) for c in curve])
+print("the same as the expected curve:", len(curve) == len(EXPECTED_CURVE) and np.allclose(curve, EXPECTED_CURVE, atol=0.05))

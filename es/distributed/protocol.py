@@ -57,8 +57,7 @@ import struct
 
 import numpy as np
 
-PREFIX = "es"
-TASK, JOBS, LEASES, RESULTS = f"{PREFIX}:task", f"{PREFIX}:jobs", f"{PREFIX}:leases", f"{PREFIX}:results"
+from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK  # noqa: F401 -- the protocol's keys
 MAGIC = b"ESR2"
 HEADER = struct.Struct("<4sB8s8s8sIIIB8s")
 MAX_RESULT_BYTES = 1 << 20

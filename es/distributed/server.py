@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from ..errors import ESError
-from . import protocol as P
+from . import keys as P
 
 MASTER_USER, WORKER_USER = "es-master", "es-worker"
 

@@ -108,8 +108,9 @@ ADAM = "step = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) +
 NOISE = "return np.random.default_rng([seed, generation, member]).standard_normal(dim)"
 BOUNDS = "bounds = np.linspace(0, population, n_jobs + 1).astype(int)"
 JOBS = "delayed(evaluate_members)(center, sigma, seed, generation, a, b)"
-AREA = "return (np.rint(weights(210, 42) @ frame.astype(np.float64) @ weights(160, 42).T) / 255).astype(np.float32)"
+AREA = "return np.rint(rows @ COLUMNS / 800).astype(np.uint8)"
 POLICY = 'return (np.einsum("pf,pfa->pa", features, W) + b).argmax(axis=1)'
+GRAD = "grad = noise.T @ weights / (n * sigma) - weight_decay * center"
 MISTAKES = [
     ("00_es_from_scratch", RANKS, "return ranks / (len(x) - 1)", "centered_ranks", "forgot to center"),
     ("00_es_from_scratch", RANKS, "return ranks / len(x) - 0.5", "centered_ranks", "divided the ranks by n"),
@@ -172,14 +173,19 @@ MISTAKES = [
      "drop results of another generation"),
     ("03_redis", """in_queue = {f"{job['a']}:{job['b']}" for job in map(json.loads, r.lrange("es:jobs", 0, -1))}""",
      "in_queue = set()", "gather", "still waited in es:jobs"),
-    ("04_pong", AREA, AREA.replace(".astype(np.float32)", ""), "downsample", "float32"),
-    ("04_pong", AREA, AREA.replace(" / 255)", ".T / 255)"), "downsample",
-     "transposed"),
-    ("04_pong", AREA, AREA.replace(" / 255", ""), "downsample", "divide by 255"),
-    ("04_pong", AREA, "return (frame[::5][:42, np.linspace(0, 159, 42).astype(int)] / 255).astype(np.float32)",
-     "downsample", "area averaging"),
-    ("04_pong", "return np.concatenate([stack[1:], frame[None]], axis=0)",
-     "return np.concatenate([frame[None], stack[:-1]], axis=0)", "stack_frames", "newest frame went first"),
+    ("04_pong", AREA, "return rows @ COLUMNS / 800 / 255", "downsample", "without dividing by 255"),
+    ("04_pong", AREA, AREA + ".transpose(0, 2, 1)", "downsample", "transposed"),
+    ("04_pong", AREA, "return np.floor(rows @ COLUMNS / 800 + 0.5).astype(np.uint8)", "downsample",
+     "rounding difference"),
+    ("04_pong", AREA, "return frames[:, ::5, np.linspace(0, 159, 42).astype(int)]", "downsample", "area averaging"),
+    ("04_pong", "return np.concatenate([stacks[:, 1:], frames[:, None]], axis=1)",
+     "return np.concatenate([frames[:, None], stacks[:, :-1]], axis=1)", "stack_frames", "newest frame went first"),
+    ("04_pong", "weights = ranks / (n - 1) - 0.5", "weights = fitness - fitness.mean()", "es_step", "raw fitness"),
+    ("04_pong", GRAD, "grad = noise.T @ weights / n - weight_decay * center", "es_step", "not divided by sigma"),
+    ("04_pong", GRAD, GRAD.replace("- weight_decay", "+ weight_decay"), "es_step", "weight decay has the wrong sign"),
+    ("04_pong", ADAM, "step = lr * m / (np.sqrt(v) + 1e-8)", "es_step", "without bias correction"),
+    ("04_pong", "return center + step, {", "return center - step, {", "es_step", "it descends"),
+    ("04_pong", "ranks[tied] = ranks[tied].mean()", "pass", "es_step", "ties share the mean"),
     ("04_pong", POLICY, 'return np.einsum("pf,pfa->pa", features, W).argmax(axis=1)', "batched_policy",
      "ignores the bias"),
     ("04_pong", POLICY, "return (features @ W[0] + b[0]).argmax(axis=1)", "batched_policy", "member 0's weights"),
@@ -189,7 +195,7 @@ MISTAKES = [
      "sigma = sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))", "snes_step", "multiplicatively"),
     ("05_extras", "mu = mu + lr_mu * sigma * (w @ s)", "mu = mu + lr_mu * (w @ s)", "snes_step", "lacks sigma"),
 ]
-# Pong's agent check replays a run and plays full games (tests/test_pong_student.py grades it);
+# Pong's agent check replays a run and plays full games (tests/pong/test_pong_student.py grades it);
 # the planted mistakes in 04 are its functions'.
 SLOW = {"pong_agent"}
 
@@ -299,7 +305,8 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
         src = (ROOT / "source" / f"{name}.py").read_text()
         for o, n in edits(mistake):
             src = src.replace(o, n)
-        src = "\n".join(line for line in src.split("# ## 4. ")[0].splitlines() if not line.startswith("check."))
+        training = "# ## 5. " if name == "04_pong" else "# ## 4. "      # the sections that train or run servers
+        src = "\n".join(line for line in src.split(training)[0].splitlines() if not line.startswith("check."))
         namespace = {"__name__": "__main__"}
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(src, name, "exec"), namespace)

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pong.env import downsample, make_pong
+from pong.env import downsample, downsample_batch, make_pong, stack_batch
 from pong.games import PongGames, StartStates, _new_ale, ale_seed
 from pong.problem import PongProblem
 
@@ -43,7 +43,7 @@ def test_games_are_ale_pong_v5_frame_for_frame(seeds, max_steps):
             seen[e].append(o.copy())
         return np.array(out)
 
-    games = PongGames(slots=2)
+    games = PongGames(2, downsample_batch, stack_batch)
     returns, lengths = games.play(choose, seeds, max_steps)
     for i, s in enumerate(seeds):
         frames, rewards, ended = gym_game(s, lambda t, _: actions[s][t], max_steps)

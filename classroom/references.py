@@ -1,0 +1,163 @@
+"""The answer key: what each graded function must return, and what its likely mistakes return.
+
+Only the instructor's checkout and the grader have this module. ``classroom.check`` asks it
+for the expected outcomes of one set of inputs at once (a dict: the right answer under one
+name, each diagnosed mistake under its own), so a check's questions never depend on the
+student's answers. A student release carries no copy: ``python -m classroom release`` records
+the answers to the questions its checks ask on a few fixed input seeds (``expected.json``).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+
+import numpy as np
+
+from es.distributed.master import chunks_to_requeue as master_requeue
+from es.shaping import centered_ranks as es_centered_ranks
+from pong.env import _COLUMNS, downsample_batch, stack_batch
+from pong.replay import reference_es_step
+
+
+def centered_ranks(x) -> dict:
+    """Ranks in [-0.5, 0.5], ties sharing the mean of their ranks, in float64 (es.shaping's are
+    float32; its ranks are multiples of 1/2, recovered exactly)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = len(x)
+    ranks = np.round((es_centered_ranks(x).astype(np.float64) + 0.5) * (n - 1) * 2) / 2
+    return {"right": ranks / (n - 1) - 0.5, "ranks": ranks, "argsort": np.argsort(x, kind="stable").astype(np.float64)}
+
+
+def es_gradient(noise, weights, sigma) -> dict:
+    return {"right": np.asarray(noise).T @ np.asarray(weights) / (len(weights) * sigma)}
+
+
+def adam_update(theta, grads, lr) -> dict:
+    """Three Adam ascent steps from ``theta`` (betas 0.9, 0.999, epsilon 1e-8, bias correction),
+    and the two mistakes the check names: descent, and no bias correction."""
+    def adam(correct, sign=1.0):
+        m = v = np.zeros(len(theta))
+        x = np.asarray(theta, dtype=np.float64)
+        for t, g in enumerate(grads, 1):
+            g = np.asarray(g, dtype=np.float64)
+            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g ** 2
+            a = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) if correct else lr
+            x = x + sign * a * m / (np.sqrt(v) + 1e-8)
+        return x
+    return {"right": adam(True), "descends": adam(True, -1.0), "no_bias_correction": adam(False)}
+
+
+def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
+    return {"right": sorted(master_requeue(queued_at, set(in_queue), leases, now, lease_seconds))}
+
+
+def downsample(frames) -> dict:
+    frames = np.asarray(frames, dtype=np.uint8)
+    right = downsample_batch(frames)
+    return {"right": right, "transposed": right.transpose(0, 2, 1)}
+
+
+def downsample_halves(frames) -> dict:
+    """How many outputs of ``frames`` are exact halves (where a float computation can round
+    either way): each output is an integer N over 800 (pong.env.downsample_batch)."""
+    rows = np.asarray(frames, dtype=np.uint8).reshape(-1, 5, 160).sum(axis=1, dtype=np.int64).astype(np.float64)
+    n = rows @ _COLUMNS.astype(np.float64)           # exact: integers far below 2**53
+    return {"halves": int(np.count_nonzero(n % 800 == 400))}
+
+
+def stack_frames(stacks, frames) -> dict:
+    """Digests (``uint8_digest``) of the right stacks and of newest-first ones: a release records
+    32 bytes instead of the arrays."""
+    stacks, frames = np.asarray(stacks), np.asarray(frames)
+    return {"right": uint8_digest(stack_batch(stacks, frames)),
+            "newest_first": uint8_digest(np.concatenate([frames[:, None], stacks[:, :-1]], axis=1))}
+
+
+def uint8_digest(a) -> str:
+    """The digest ``classroom.check`` computes of a student's uint8 array: shape and bytes."""
+    a = np.ascontiguousarray(a, dtype=np.uint8)
+    return hashlib.sha256(repr(a.shape).encode() + a.tobytes()).hexdigest()
+
+
+def batched_policy(w, b, x) -> dict:
+    logits = np.einsum("pf,pfa->pa", x, w)
+    return {"right": (logits + b).argmax(axis=1), "no_bias": logits.argmax(axis=1),
+            "member_0": (x @ w[0] + b[0]).argmax(axis=1)}
+
+
+def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
+    """Updates from ``center``, one per (noise, fitness) pair, the state carried over
+    (``pong.replay.reference_es_step``, what the grader's replay holds a run to), and each
+    mistake the check names, as the same updates."""
+    def run(step, **mistake):
+        c, state = np.asarray(center, dtype=np.float64), None
+        for noise, fitness in zip(noises, fitnesses):
+            c, state = step(c, np.asarray(noise), np.asarray(fitness, dtype=np.float64), state, sigma, lr, weight_decay,
+                            **mistake)
+        return c
+    return {"right": run(reference_es_step), "raw_fitness": run(_mistaken, raw=True),
+            "no_sigma": run(_mistaken, no_sigma=True), "decay_added": run(_mistaken, decay_sign=1.0),
+            "no_bias_correction": run(_mistaken, no_bias=True), "descends": run(_mistaken, sign=-1.0),
+            "ties_apart": run(_mistaken, ties_apart=True)}
+
+
+def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, no_sigma=False, decay_sign=-1.0,
+              no_bias=False, sign=1.0, ties_apart=False):
+    """One update with one mistake switched on."""
+    w = fitness - fitness.mean() if raw else es_centered_ranks(fitness).astype(np.float64)
+    if ties_apart:                 # ranks from a stable argsort: tied members get different ranks
+        ranks = np.empty(len(fitness))
+        ranks[np.argsort(fitness, kind="stable")] = np.arange(len(fitness))
+        w = ranks / (len(fitness) - 1) - 0.5
+    grad = noise.T @ w / (len(w) * (1.0 if no_sigma else sigma)) + decay_sign * weight_decay * c
+    state = state or {"m": np.zeros(c.size), "v": np.zeros(c.size), "t": 0}
+    t = state["t"] + 1
+    m, v = 0.9 * state["m"] + 0.1 * grad, 0.999 * state["v"] + 0.001 * grad * grad
+    a = lr if no_bias else lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+    return c + sign * a * m / (np.sqrt(v) + 1e-8), {"m": m, "v": v, "t": t}
+
+
+def snes_step(mu, sigma, s, w, lr_mu, lr_sigma) -> dict:
+    mu, sigma, s, w = (np.asarray(a, dtype=np.float64) for a in (mu, sigma, s, w))
+    return {"mu": mu + lr_mu * sigma * (w @ s), "sigma": sigma * np.exp(lr_sigma / 2 * (w @ (s ** 2 - 1))),
+            "mu_without_sigma": mu + lr_mu * (w @ s), "sigma_additive": sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))}
+
+
+def result_payload(generation, first, returns, lengths) -> bytes:
+    """Notebook 03's payload: generation, first, count (u32), float64 returns, uint32 lengths; what
+    the course's workers push in the ``gather`` check (``classroom.redis_workers``)."""
+    returns, lengths = np.asarray(returns, dtype="<f8"), np.asarray(lengths, dtype="<u4")
+    return struct.pack("<III", generation, first, len(returns)) + returns.tobytes() + lengths.tobytes()
+
+
+def decode_payload(payload) -> dict:
+    generation, first, count = struct.unpack_from("<III", payload)
+    returns = np.frombuffer(payload, "<f8", count, 12).astype(np.float64)
+    lengths = np.frombuffer(payload, "<u4", count, 12 + 8 * count).astype(np.int64)
+    return {"generation": generation, "first": first, "returns": returns, "lengths": lengths}
+
+
+def _adam_step(theta, grad, state, lr):
+    state = state or {"m": np.zeros(len(grad)), "v": np.zeros(len(grad)), "t": 0}
+    t = state["t"] + 1
+    m = 0.9 * np.asarray(state["m"]) + 0.1 * np.asarray(grad, dtype=np.float64)
+    v = 0.999 * np.asarray(state["v"]) + 0.001 * np.asarray(grad, dtype=np.float64) ** 2
+    step = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    return np.asarray(theta, dtype=np.float64) + step, {"m": m, "v": v, "t": t}
+
+
+# The answer key as a student would write it, for each check whose questions need answers:
+# the release records its answers by running each check on these (they must pass).
+SOLUTIONS = {
+    "centered_ranks": [lambda x: centered_ranks(x)["right"]],
+    "es_gradient": [lambda noise, w, sigma: es_gradient(noise, w, sigma)["right"]],
+    "adam_update": [_adam_step],
+    "chunks_to_requeue": [lambda q, i, leases, now, lease: set(chunks_to_requeue(q, sorted(i), leases, now, lease)["right"])],
+    "downsample": [downsample_batch],
+    "stack_frames": [stack_batch],
+    "batched_policy": [lambda w, b, x: batched_policy(w, b, x)["right"]],
+    "es_step": [lambda c, n, f, s, sigma, lr, wd: reference_es_step(np.asarray(c, dtype=np.float64), n, f, s, sigma,
+                                                                     lr, wd)],
+    "snes_step": [lambda *a: (snes_step(*a)["mu"], snes_step(*a)["sigma"])],
+}

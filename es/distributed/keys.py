@@ -1,0 +1,4 @@
+"""The Redis keys of a run (one run per database): what the protocol writes and what the
+server's ACL roles allow (``es.distributed.protocol`` documents each)."""
+PREFIX = "es"
+TASK, JOBS, LEASES, RESULTS = f"{PREFIX}:task", f"{PREFIX}:jobs", f"{PREFIX}:leases", f"{PREFIX}:results"
