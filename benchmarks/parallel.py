@@ -3,10 +3,14 @@ worker count: task, workers, seconds_per_generation, speedup (against 1 worker, 
 
 * light: CartPole-v1, population 256 (the batched evaluator; a generation is ~25 ms of
   sequential steps). 2 workers as a user gets them (adaptive), and forced to dispatch.
-* heavy: Pong (dense policy), population 32, 300-step episodes, ALE on one thread per worker
-  (so 1 worker = 1 core). Steps cost ~400 us each here.
+* heavy: Pong (dense policy), population 64 and the center, episodes capped at 1000 steps, a
+  fresh policy. Every process steps its games on one thread (``pong.games``), so 1 worker is
+  1 core. Against it, in the same run: the machine's ceiling, the same games stepped bare
+  (a constant action, no policy, no ES) in 1 and in 2 processes. ``efficiency`` is the
+  2-worker ES speed-up over that bare 2-process speed-up: what the pool itself costs
+  (dispatch, serialization, a worker idle while the other finishes its chunk).
 
-    python benchmarks/parallel.py [--generations 4]
+    python benchmarks/parallel.py [--generations 3] [--rounds 3]
 """
 import _common  # noqa: F401  (import path)
 
@@ -40,9 +44,24 @@ def seconds_per_generation(problem, evaluator, population, sigma, generations, w
     return float(np.mean(times)), steps / sum(times)
 
 
+def bare_steps_per_s(seconds: float) -> float:
+    """Agent steps/s of 32 Pong games in this process with a constant action: the emulator and
+    the preprocessing alone, what an ES generation cannot beat."""
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    games, constant = PongGames(32, downsample_batch, stack_batch), lambda e, obs: np.zeros(len(e), np.int64)
+    games.play(constant, np.arange(32), max_steps=1)          # build the 32 games before timing
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        _, lengths = games.play(constant, np.arange(32) + steps, max_steps=200)
+        steps += int(lengths.sum())
+    return steps / (time.perf_counter() - t0)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--generations", type=int, default=4)
+    ap.add_argument("--generations", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     rows = []
 
@@ -50,7 +69,7 @@ def main():
     # Interleave the three ways, one generation-batch at a time, so that drift on a shared
     # machine hits them alike.
     evaluators = {"in-process": LocalEvaluator(cart),
-                  "adaptive": ParallelEvaluator(cart, workers=2, log=lambda m: None),
+                  "adaptive": ParallelEvaluator(cart, workers=2),
                   "forced": ParallelEvaluator(cart, workers=2, adaptive=False)}
     light = {k: [] for k in evaluators}
     for _ in range(3):
@@ -64,19 +83,30 @@ def main():
                      "seconds_per_generation": spg, "speedup": base / spg})
         ev.close()
 
+    from joblib import Parallel, delayed
     from pong.problem import PongProblem
     spec = {"type": "pong_dense", "band": 6, "hidden": []}
-    pong = PongProblem(spec, max_steps=300, threads=1)
-    base, rate = seconds_per_generation(pong, LocalEvaluator(pong), 32, 0.05, args.generations)
-    pong.close()
-    rows.append({"task": "heavy", "workers": 1, "mode": "in-process", "seconds_per_generation": base,
-                 "speedup": 1.0, "env_steps_per_s": rate})
-    pong = PongProblem(spec, max_steps=300, threads=1)
-    ev = ParallelEvaluator(pong, workers=2, adaptive=False)
-    spg, rate = seconds_per_generation(pong, ev, 32, 0.05, args.generations)
-    ev.close()
-    rows.append({"task": "heavy", "workers": 2, "mode": "forced", "seconds_per_generation": spg,
-                 "speedup": base / spg, "env_steps_per_s": rate})
+    heavy = {"bare_1": [], "bare_2": [], "es_1": [], "es_2": []}
+    with Parallel(n_jobs=2) as pool:
+        pool(delayed(bare_steps_per_s)(0.5) for _ in range(2))          # workers up before timing
+        for _ in range(args.rounds):
+            heavy["bare_1"].append(bare_steps_per_s(10.0))
+            heavy["bare_2"].append(sum(pool(delayed(bare_steps_per_s)(10.0) for _ in range(2))))
+            for workers in (1, 2):
+                pong = PongProblem(spec, max_steps=1000)
+                ev = LocalEvaluator(pong) if workers == 1 else ParallelEvaluator(pong, workers=2, adaptive=False)
+                heavy[f"es_{workers}"].append(seconds_per_generation(pong, ev, 64, 0.05, args.generations)[1])
+                ev.close()
+                pong.close()
+    med = {k: float(np.median(v)) for k, v in heavy.items()}
+    ceiling = [b2 / b1 for b1, b2 in zip(heavy["bare_1"], heavy["bare_2"])]
+    speedup = [e2 / e1 for e1, e2 in zip(heavy["es_1"], heavy["es_2"])]
+    rows.append({"task": "heavy", "workers": 2, "mode": "forced", "bare_steps_per_s_1": med["bare_1"],
+                 "bare_steps_per_s_2": med["bare_2"], "es_steps_per_s_1": med["es_1"], "es_steps_per_s_2": med["es_2"],
+                 "bare_ceiling": float(np.median(ceiling)), "speedup": float(np.median(speedup)),
+                 "efficiency": float(np.median([s / c for s, c in zip(speedup, ceiling)])),
+                 "efficiency_range": [float(min(s / c for s, c in zip(speedup, ceiling))),
+                                      float(max(s / c for s, c in zip(speedup, ceiling)))]})
     for row in rows:
         print(json.dumps({"benchmark": "parallel", **row}))
 

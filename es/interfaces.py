@@ -31,7 +31,8 @@ class Problem(Protocol):
     episode per ``(params[rows[k]], seeds[k])`` and returns ``(returns, lengths)``; the outcome is
     a pure function of the parameters and the seed. ``spec()`` is JSON from which any process
     rebuilds the problem (``es.envs.make_problem``)."""
-    batched = False                   # True: one call plays many episodes at once (one chunk per worker)
+    chunks_per_worker = 3             # how finely a joblib generation is cut: more chunks balance uneven
+                                      # work, each costs a dispatch (CartPole's batch: 1)
     episode_cap: int | None = None    # most env steps one episode can take (None: no bound known)
 
     @property

@@ -42,6 +42,9 @@ from .strategy import GenerationTask
 log = logging.getLogger(__name__)
 
 
+SWITCH = 1.25     # how much faster the other way must be to leave the current one
+
+
 class EvaluationError(ESError):
     """A member could not be evaluated (environment error, non-finite return)."""
 
@@ -91,8 +94,7 @@ class ParallelEvaluator(Evaluator):
         if workers < 1:
             raise ESError(f"--workers must be >= 1, got {workers}")
         if chunks_per_worker is None:
-            # Batched problems balance their own episodes; loops gain from a few chunks each.
-            chunks_per_worker = 1 if problem.batched else 3
+            chunks_per_worker = problem.chunks_per_worker
         self.problem, self.workers, self.chunks_per_worker = problem, int(workers), int(chunks_per_worker)
         self.adaptive, self.recheck = adaptive, int(recheck)
         spec = problem.spec()
@@ -122,8 +124,7 @@ class ParallelEvaluator(Evaluator):
         how = self._choose()
         t0 = time.perf_counter()
         if how == "local":
-            r, l, cr, cl = evaluate_members(self._local_problem(), task, np.arange(task.population), seeds,
-                                            center_seeds)
+            r, l, cr, cl = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
         else:
             r, l, cr, cl = self._dispatch(task, seeds, center_seeds)
         seconds = time.perf_counter() - t0
@@ -134,14 +135,17 @@ class ParallelEvaluator(Evaluator):
             self._decide()
         return GenerationResult(r, l, cr, cl)
 
-    def _local_problem(self):
-        """The problem for in-process generations: the one the workers rebuild."""
-        return self.problem
-
     def _decide(self):
-        """Take the faster way (per env step, both measured); say so when the choice changes."""
+        """Take the faster way (per env step, both measured), leaving the current one only for a
+        clearly faster other (``SWITCH``: one generation measured while the machine was busy must
+        not move a 2-core Pong run onto one core for the next 25); say so when the choice changes."""
         local, par = self._timing["local"], self._timing["parallel"]
-        self.mode = "parallel" if par < local else "local"
+        if self._announced is None:
+            self.mode = "parallel" if par < local else "local"
+        elif self.mode == "parallel" and local * SWITCH < par:
+            self.mode = "local"
+        elif self.mode == "local" and par * SWITCH < local:
+            self.mode = "parallel"
         if self._announced != self.mode:
             ratio = local / par
             if self.mode == "local":

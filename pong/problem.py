@@ -21,7 +21,10 @@ from .policy import make_pong_policy
 
 
 class PongProblem(Problem):
-    batched = True   # one process plays many episodes at once
+    # Episodes queue for game slots, so small chunks cost nothing but a dispatch, and a worker
+    # that finishes early takes the next chunk instead of idling while the other plays its
+    # longest game (benchmarks/parallel.py).
+    chunks_per_worker = 4
 
     def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 32,
                  head=None, tie_break: str | None = None):

@@ -38,7 +38,8 @@ class EnvProblem(Problem):
         limit = env.spec.max_episode_steps if env.spec is not None else None
         # Most env steps one episode can take: the bound a worker's reported length must respect.
         self.episode_cap = min(x for x in (max_steps, limit) if x is not None) if (max_steps or limit) else None
-        self.batched = env_id == "CartPole-v1"
+        self.batched = env_id == "CartPole-v1"    # a whole generation is one array computation
+        self.chunks_per_worker = 1 if self.batched else 3
         self.hidden = tuple(hidden)
 
     @property

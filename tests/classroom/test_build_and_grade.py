@@ -87,6 +87,7 @@ def test_every_check_belongs_to_a_notebook():
     assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 3}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_solutions_score_full_marks(name):
     # 04's agent is solutions/pong-run, trained under the identifier "reference"
@@ -94,6 +95,7 @@ def test_solutions_score_full_marks(name):
     assert res["total"] == res["max"] > 0, json.dumps(res["checks"], indent=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_blank_notebooks_score_zero_with_a_message_per_check(name):
     res = grade(ROOT / "notebooks" / f"{name}.ipynb", cell_timeout=600)
@@ -254,6 +256,7 @@ def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
     assert {m[3] for m in MISTAKES} == set(CHECKS) - SLOW
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i", range(len(MISTAKES)), ids=[f"{m[3]}:{m[4]}" for m in MISTAKES])
 def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming_it(graded_mistakes, i):
     name, _, _, check, words, *also = MISTAKES[i]
@@ -266,6 +269,7 @@ def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming
     assert res["total"] == others, json.dumps(res["checks"], indent=1)
 
 
+@pytest.mark.slow
 def test_a_hanging_check_costs_only_its_points(tmp_path):
     path = planted(tmp_path, "00_es_from_scratch", [("x = np.asarray(returns, dtype=np.float64)",
                                                      "while True:\n        pass")])
@@ -287,6 +291,7 @@ def test_broken_submissions_never_crash_the_grader(tmp_path):
         assert key in rows[0]
 
 
+@pytest.mark.slow
 def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch):
     """The checks' inputs are fresh in every grading run, so a planted mistake must be caught,
     with its message, whatever the seed: 50 seeds each, run in this process on the course

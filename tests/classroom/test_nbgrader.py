@@ -14,6 +14,8 @@ from classroom.check import CHECKS
 from classroom.grade import grade
 from conftest import subprocess_env
 
+pytestmark = pytest.mark.slow   # nbgrader's own autograder, a minute or more
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "source").glob("[0-9][0-9]_*.py"))
 nbgrader = pytest.importorskip("nbgrader", reason="nbgrader is in requirements.txt")

@@ -106,6 +106,7 @@ def test_truncated_checkpoint_is_refused_on_resume(capsys, tmp_path):
     assert_one_line_error(code, err, "corrupt")
 
 
+@pytest.mark.slow
 def test_train_then_eval_with_gif_through_a_real_subprocess(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = tmp_path / "run"

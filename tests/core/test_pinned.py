@@ -38,6 +38,7 @@ def test_a_function_optimised_for_20_generations():
     assert digest(r.center) == "8fe7e51213211842"
 
 
+@pytest.mark.slow
 def test_a_pong_chunk_of_generation_0():
     pong = pytest.importorskip("pong.problem")
     p = pong.PongProblem(max_steps=400, num_envs=5)

@@ -82,6 +82,7 @@ def register():
 '''
 
 
+@pytest.mark.slow
 def test_a_third_party_plugin_trains_in_process_and_on_workers(tmp_path):
     (tmp_path / "sphere_plugin.py").write_text(PLUGIN)
     env = {"ES_PLUGINS": "sphere_plugin:register", "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}

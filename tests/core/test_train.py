@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import es
 from es.checkpoint import load_checkpoint
@@ -51,6 +52,7 @@ def test_resumed_run_is_bit_identical(tmp_path):
     assert [r["center_return"] for r in rows] == [m["center_return"] for m in full.metrics]
 
 
+@pytest.mark.slow
 def test_kill_minus_nine_then_resume_gives_the_same_parameters(tmp_path):
     args = ["--seed", "4", "--population", "256", "--episodes-per-member", "4", "--generations", "25",
             "--reward-goal", "1e9", "--eval-episodes", "1", "--no-progress"]

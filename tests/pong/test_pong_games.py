@@ -28,8 +28,8 @@ def gym_game(seed, act, max_steps=None):
     return np.array(frames), np.array(rewards), bool(term)
 
 
-@pytest.mark.parametrize("seeds,max_steps", [([0, 1, 987654321], None), ([5, 6, 7, 8, 9], 300)],
-                         ids=["whole-games", "queued-capped"])
+@pytest.mark.parametrize("seeds,max_steps", [pytest.param([0, 1, 987654321], None, marks=pytest.mark.slow),
+                                             ([5, 6, 7, 8, 9], 300)], ids=["whole-games", "queued-capped"])
 def test_games_are_ale_pong_v5_frame_for_frame(seeds, max_steps):
     """Random actions from a seeded generator per game, both ways: every observation, reward
     and the end are the same, also when games queue for fewer slots than episodes."""

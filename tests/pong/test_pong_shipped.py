@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from es.checkpoint import load_checkpoint, save_checkpoint
 from es.cli import main
@@ -20,6 +21,7 @@ def test_shipped_agent_loads_with_its_record():
         assert key in INFO
 
 
+@pytest.mark.slow
 def test_shipped_agent_beats_random_on_a_short_check():
     problem, params, _ = load_agent(AGENT)
     seeds = np.arange(3)
