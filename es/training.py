@@ -63,7 +63,7 @@ def make_evaluator(config: ESConfig, problem):
 
 def make_strategy(config: ESConfig, center: np.ndarray, num_params: int):
     """(OpenES, its optimizer) of ``config`` from ``center``: what a run is built from, so
-    anything that replays a run (``pong.replay``) builds it the same way."""
+    anything that rebuilds a run from its config builds it the same way."""
     optimizer = make_optimizer(config.optimizer, num_params, config.learning_rate, config.momentum,
                                config.weight_decay)
     strategy = OpenES(center, optimizer, population=config.population, sigma=config.sigma, seed=config.seed,
