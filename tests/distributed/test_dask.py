@@ -82,7 +82,7 @@ def test_a_worker_checks_the_record_it_is_given():
                      seed=0).ask()
     record = P.encode_task(task, {"kind": "env", "env_id": "os:system", "hidden": []}, [1], [1], run="ab" * 8,
                            nonce="cd" * 8, max_length=500, lease_seconds=60.0)
-    with pytest.raises(P.BadPayload, match="not allowed"):
+    with pytest.raises(P.BadPayload, match="never allowed"):
         evaluate_chunk(record, 0, 4, False)
     record = P.encode_task(task, problem.spec(), [1], [1], run="ab" * 8, nonce="cd" * 8, max_length=500,
                            lease_seconds=60.0)
