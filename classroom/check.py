@@ -426,8 +426,8 @@ def gather(fn, rng):
     from es.distributed.server import EmbeddedRedis
     from .redis_workers import FaultyWorkers
     lease = 1.0
-    with EmbeddedRedis() as server:
-        workers = FaultyWorkers(server.master_url, rng, lease).start()
+    with EmbeddedRedis(admin=True) as server:
+        workers = FaultyWorkers(server.master_url, rng, lease, monitor_url=server.admin_url).start()
         try:
             # With the course's decode_result and chunks_to_requeue in place of the notebook's, which
             # have checks of their own: a mistake there costs those points, not these too.
@@ -456,6 +456,12 @@ def gather(fn, rng):
         chunk = sorted(workers.queued_twice)[0]
         _fail(f"gather: chunk {chunk} was pushed again while a copy still waited in es:jobs; pass the queued "
               "chunks to chunks_to_requeue, and set a requeued chunk's queued_at to now")
+    early = workers.pushed_early()
+    if early:
+        chunk = min(early, key=early.get)
+        _fail(f"gather: chunk {chunk} was pushed to es:jobs again {early[chunk]:.2f} s after it was last pushed "
+              f"(lease_seconds is {lease:g}): set a requeued chunk's queued_at to now, or it counts as lost again "
+              "at once (a worker may have taken it and not written its lease yet) and is requeued over and over")
     if workers.requeued_live:
         _fail(f"gather: chunk {workers.chunk_of('slow')} was handed out again while its worker was alive and "
               "renewing its lease; read the leases from es:leases before deciding")

@@ -94,8 +94,8 @@ def load_run(run_dir, student_id: str):
             raise RunRejected(f"metrics.jsonl line {n + 1} is not generation {n} with {config.population} returns")
         returns.append(np.array(r, dtype=np.float64))
     _read(run_dir / "checkpoint.npz", "the trained parameters")    # exists, and is not huge
-    try:
-        center, meta, opt = load_checkpoint(run_dir / "checkpoint.npz")
+    try:     # nor does it inflate to more than a file may hold
+        center, meta, opt = load_checkpoint(run_dir / "checkpoint.npz", max_bytes=MAX_FILE_BYTES)
     except ESError as exc:
         raise RunRejected(str(exc)) from None
     if meta.get("generation") != len(returns) or not 1 <= len(returns) <= MAX_GENERATIONS:
