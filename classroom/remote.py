@@ -29,11 +29,11 @@ def ask(execute, name: str, op: str, **fields) -> dict:
     """One request to the kernel; ``execute(source) -> printed text`` runs a cell there."""
     text = execute(f"from {PACKAGE}.probe import call as _es_probe\n"
                    f"_es_probe(globals(), {wire.dumps({'name': name, 'op': op, **fields})!r})")
-    lines = [line for line in text.splitlines() if line.startswith(MARKER)]
+    lines = [line[line.rindex(MARKER):] for line in text.splitlines() if MARKER in line]
     if not lines:
         raise KernelError("the kernel printed no answer (was print or sys.stdout replaced?)")
     try:
-        reply = wire.loads(lines[-1][len(MARKER):])
+        reply = wire.loads(lines[-1][len(MARKER):].strip())
     except Exception as exc:
         raise KernelError(f"the kernel's answer is unreadable ({exc.__class__.__name__})") from None
     if not isinstance(reply, dict):

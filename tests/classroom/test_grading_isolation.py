@@ -89,7 +89,7 @@ def test_bytes_a_kernel_writes_to_fd_1_never_reach_the_gradebook(tmp_path):
     assert json.loads(lines[0])["total"] == 4
 
 
-def test_a_class_folder_gives_a_csv_gradebook_and_feedback_files(tmp_path):
+def test_a_class_folder_gives_a_gradebook_a_row_per_student_and_feedback_files(tmp_path):
     submission(tmp_path / "class" / "alice", [])
     submission(tmp_path / "class" / "bob", replace=("return ranks / (len(x) - 1) - 0.5", "return ranks / (len(x) - 1)"))
     (tmp_path / "class" / "carol").mkdir()
@@ -99,13 +99,21 @@ def test_a_class_folder_gives_a_csv_gradebook_and_feedback_files(tmp_path):
          cell_timeout=60, check_timeout=30, log=logged.append)
     import csv
     book = list(csv.DictReader(open(tmp_path / "book.csv")))
-    assert [Path(r["submission"]).parent.name for r in book] == ["alice", "bob", "carol"]
-    assert [r["total"] for r in book] == ["4", "2", "0"]
-    assert book[1]["centered_ranks"] == "0" and book[1]["es_gradient"] == "2"
-    assert "cannot read" in book[2]["error"] and float(book[0]["seconds"]) > 0
-    bob = (tmp_path / "feedback" / "bob__00_es_from_scratch.txt").read_text()
-    assert bob.startswith("00_es_from_scratch.ipynb: 2 / 4 points") and "forgot to center" in bob
-    assert any(l.startswith("graded 3 submissions") for l in logged)
+    assert list(book[0]) == ["student", "M1", "M2", "M3", "M4", "total", "max", "extras"]
+    assert [(r["student"], r["M1"], r["total"], r["max"]) for r in book] == [
+        ("alice", "4", "4", "30"), ("bob", "2", "2", "30"), ("carol", "0", "0", "30")]
+    checks = list(csv.DictReader(open(tmp_path / "book-checks.csv")))
+    assert len(checks) == 3 * 15 and {r["student"] for r in checks} == {"alice", "bob", "carol"}
+    bob = {r["check"]: r for r in checks if r["student"] == "bob"}
+    assert bob["centered_ranks"]["points"] == "0" and "forgot to center" in bob["centered_ranks"]["message"]
+    assert bob["es_gradient"]["points"] == "2" and "no notebook 01_cartpole.ipynb" in bob["train_cartpole"]["message"]
+    carol = {r["check"]: r for r in checks if r["student"] == "carol"}
+    assert "cannot read" in carol["centered_ranks"]["message"]
+    feedback = (tmp_path / "feedback" / "bob.md").read_text()
+    assert feedback.startswith("# Feedback for bob") and "Graded as bob" in feedback and "forgot to center" in feedback
+    assert "--student bob --input-seed" in feedback
+    text = "\n".join(logged)
+    assert "graded 3 student(s), 3 notebook(s)" in text and "centered_ranks       M1        1 of 3" in text
 
 
 BLANK = ROOT / "notebooks" / "00_es_from_scratch.ipynb"

@@ -125,13 +125,17 @@ def test_a_changed_configuration_or_missing_run_is_rejected(alice_run, tmp_path)
     rejected(run, "alice", "config.json is not a run configuration")
 
 
-def test_the_grader_decides_identity_and_keeps_run_dirs_inside_the_submission(tmp_path):
+def test_the_grader_decides_identity_and_keeps_run_dirs_inside_the_submission(alice_run, tmp_path):
     assert student_of(tmp_path / "submitted" / "carol" / "ps4" / "04_pong.ipynb") == "carol"
     assert student_of(tmp_path / "dave" / "04_pong.ipynb") == "dave"
-    given = {"STUDENT_ID": "dave", "folder": tmp_path / "dave"}
+    copy_run(alice_run, tmp_path / "dave" / "pong-run")
+    given = {"STUDENT_ID": "dave", "folder": tmp_path / "dave", "root": tmp_path / "dave", "private": tmp_path / "p"}
     assert _grader_side("STUDENT_ID", "alice", given) == "dave"     # the notebook cannot claim to be alice
-    assert _grader_side("RUN_DIR", "pong-run", given) == str(tmp_path / "dave" / "pong-run")
-    with pytest.raises(CheckFailed, match="outside the submission's folder"):
+    copied = Path(_grader_side("RUN_DIR", "pong-run", given))       # the grader reads its own copy of the run
+    assert copied.parent == tmp_path / "p" and sorted(p.name for p in copied.iterdir()) == [
+        "checkpoint.npz", "config.json", "metrics.jsonl"]
+    assert (copied / "checkpoint.npz").read_bytes() == (alice_run / "checkpoint.npz").read_bytes()
+    with pytest.raises(CheckFailed, match="outside your submission folder"):
         _grader_side("RUN_DIR", "../alice/pong-run", given)
 
 
@@ -151,7 +155,8 @@ def test_the_evaluation_rule_needs_disjoint_intervals():
 
 def test_graded_submission_replays_and_is_judged_on_unseen_games(alice_run, tmp_path):
     """The whole path through the grader: alice's notebook and run verify (her 2-generation agent
-    does not beat random yet); the same files submitted by bob earn nothing, saying why."""
+    does not beat random yet), with what was replayed and played in the result; the same files
+    submitted by bob earn nothing, and the message tells him why and what to do."""
     nb = nbformat.read(str(ROOT / "solutions" / "04_pong.ipynb"), 4)
     for who in ("alice", "bob"):
         folder = tmp_path / who
@@ -159,9 +164,15 @@ def test_graded_submission_replays_and_is_judged_on_unseen_games(alice_run, tmp_
         nbformat.write(nb, str(folder / "04_pong.ipynb"))
         copy_run(alice_run, folder / "pong-run")
     results = {who: grade(tmp_path / who / "04_pong.ipynb", only={"pong_agent"}) for who in ("alice", "bob")}
-    msg = {who: next(r for r in res["checks"] if r["name"] == "pong_agent")["message"] for who, res in results.items()}
+    rows = {who: next(r for r in res["checks"] if r["name"] == "pong_agent") for who, res in results.items()}
+    msg = {who: r["message"] for who, r in rows.items()}
     assert "your run replays, but its agent does not beat random yet" in msg["alice"], msg["alice"]
-    assert "not bob's" in msg["bob"] and results["bob"]["total"] == 0, msg["bob"]
+    pong = rows["alice"]["pong"]
+    assert pong["replay"] == "replays" and pong["generations"] == GENERATIONS and pong["games"] == 20
+    assert pong["agent_ci"][0] <= pong["agent_mean"] <= pong["agent_ci"][1] and pong["beats_random"] is False
+    assert results["bob"]["total"] == 0 and results["bob"]["student"] == "bob", msg["bob"]
+    assert "graded as 'bob'" in msg["bob"] and "is not the seed of 'bob'" in msg["bob"], msg["bob"]
+    assert "--student" in msg["bob"] and "rename the submission folder" in msg["bob"], msg["bob"]
 
 
 def test_broken_run_files_are_rejected_not_crashed_on(alice_run, tmp_path):
