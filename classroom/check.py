@@ -99,7 +99,9 @@ def _load_answers():
     answers a student release recorded."""
     try:
         from . import references        # absent from a student release, on purpose
-    except ModuleNotFoundError:
+    except ImportError:
+        references = None
+    if not hasattr(references, "result_payload"):   # absent, or emptied (a graded kernel's sandbox)
         return Recorded(json.loads(EXPECTED.read_text()) if EXPECTED.exists() else {})
     return Answers(references)
 
@@ -501,9 +503,10 @@ def gather(fn, rng):
     from es.distributed.server import EmbeddedRedis
     from .redis_workers import FaultyWorkers
     lease = 1.0
-    with EmbeddedRedis() as server:
+    with EmbeddedRedis(admin=True) as server:
         key = isinstance(ANSWERS, Answers)      # the answer key is here (not in a student release)
-        workers = FaultyWorkers(server.master_url, rng, lease, _payload_encoder(fn)).start()
+        workers = FaultyWorkers(server.master_url, rng, lease, _payload_encoder(fn),
+                                monitor_url=server.admin_url).start()
         try:
             # With the course's decode_result and chunks_to_requeue in place of the notebook's, which
             # have checks of their own: a mistake there costs those points, not these too.
@@ -532,6 +535,12 @@ def gather(fn, rng):
         chunk = sorted(workers.queued_twice)[0]
         _fail(f"gather: chunk {chunk} was pushed again while a copy still waited in es:jobs; pass the queued "
               "chunks to chunks_to_requeue, and set a requeued chunk's queued_at to now")
+    early = workers.pushed_early()
+    if early:
+        chunk = min(early, key=early.get)
+        _fail(f"gather: chunk {chunk} was pushed to es:jobs again {early[chunk]:.2f} s after it was last pushed "
+              f"(lease_seconds is {lease:g}): set a requeued chunk's queued_at to now, or it counts as lost again "
+              "at once (a worker may have taken it and not written its lease yet) and is requeued over and over")
     if workers.requeued_live:
         _fail(f"gather: chunk {workers.chunk_of('slow')} was handed out again while its worker was alive and "
               "renewing its lease; read the leases from es:leases before deciding")
@@ -707,7 +716,7 @@ def pong_agent(run_dir, student_id, rng):
     ``pong.student.beats_random`` on 20 full games on seeds it never saw."""
     try:
         from pong.replay import REFERENCE, RunRejected, verify_run    # the grader's side: not in a release
-    except ModuleNotFoundError:
+    except ImportError:
         return _pong_agent_here(run_dir, student_id)
     from pong.student import beats_random
     try:

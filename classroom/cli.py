@@ -34,26 +34,37 @@ def add_commands(sub) -> None:
     r.add_argument("--force", action="store_true",
                    help="also overwrite notebooks a student edited (never needed for a fresh folder)")
 
-    g = sub.add_parser("grade", help="grade submitted notebooks")
-    g.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them (searched recursively)")
-    g.add_argument("--json", action="store_true", help="one JSON object per submission")
-    g.add_argument("--csv", type=Path, default=None, help="write the gradebook: a row per submission, a column per check")
+    g = sub.add_parser("grade", help="grade submitted notebooks: one notebook, a student's folder or a class",
+                       description="Grade notebooks, a student's folder, or a class folder (one folder per student, "
+                                   "or nbgrader's submitted/STUDENT/ASSIGNMENT/): one row per student.")
+    g.add_argument("submissions", nargs="+", type=Path,
+                   help="notebooks, a student's folder, or a class folder (its folders are the students)")
+    g.add_argument("--json", action="store_true", help="one JSON object per graded notebook")
+    g.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                   help="write the gradebook: one row per student (student, M1..M4, total, max, extras), and "
+                        "FILE-checks.csv with one row per student and check")
+    g.add_argument("--checks-csv", type=Path, default=None, metavar="FILE",
+                   help="where to write the per-check CSV instead of next to --csv")
     g.add_argument("--feedback", type=Path, default=None, metavar="DIR",
-                   help="write a plain-text report per submission for the student")
-    g.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: one per core)")
+                   help="write a feedback file per student into DIR")
+    g.add_argument("--feedback-format", choices=("md", "html"), default="md", help="Markdown or HTML feedback")
+    g.add_argument("--jobs", type=int, default=None, help="notebooks graded at once (default: one per core)")
     g.add_argument("--cell-timeout", type=int, default=900, help="seconds per notebook cell")
     g.add_argument("--check-timeout", type=int, default=600, help="seconds per check")
     g.add_argument("--submission-timeout", type=int, default=3600,
-                   help="hard limit per submission: then its kernel and everything it started are killed")
+                   help="hard limit per notebook: then its kernel and everything it started are killed")
     g.add_argument("--input-seed", type=int, default=None, metavar="N",
-                   help="draw the checks' inputs from N (default: fresh for each submission; --json and the "
-                        "feedback files record the seed used, to grade again on the same inputs)")
+                   help="draw the checks' inputs from N (default: fresh for each student; the feedback and --json "
+                        "record the seed used, to grade again on the same inputs)")
     g.add_argument("--checks", default=None, metavar="NAME,...",
                    help="run only these checks (the others score 0, marked as left out)")
     g.add_argument("--student", default=None, metavar="ID",
-                   help="whose submission (Pong runs must carry this identifier's seed); default: the folder "
-                        "holding each notebook, or nbgrader's submitted/ID/ASSIGNMENT/")
-
+                   help="whose submission this is (one notebook or one folder; Pong runs must carry this "
+                        "identifier's seed); default: the student's top-level folder in the class, or nbgrader's "
+                        "submitted/ID/")
+    g.add_argument("--support-path", type=Path, default=None, metavar="DIR",
+                   help="the folder whose packages graded kernels may import (default: this checkout, without "
+                        "its solutions/, source/, tests/ and .git)")
 
 
 def cmd_notebooks(args) -> int:
@@ -67,7 +78,6 @@ def cmd_release(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from .grade import main as grade_main
     from .check import CHECKS
     if min(args.cell_timeout, args.check_timeout, args.submission_timeout) < 1 or (args.jobs or 1) < 1:
         raise ESError("--cell-timeout, --check-timeout, --submission-timeout and --jobs must be positive")
@@ -75,10 +85,16 @@ def cmd_grade(args) -> int:
     if only is not None and (not only or only - set(CHECKS)):
         raise ESError(f"--checks: unknown check(s) {', '.join(sorted(only - set(CHECKS))) or '(none given)'}; "
                       f"the checks are {', '.join(CHECKS)}")
-    return grade_main(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
-                      check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
-                      submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
-                      student=args.student)
+    if args.support_path is not None and not args.support_path.is_dir():
+        raise ESError(f"--support-path {args.support_path} is not a folder")
+    if args.student is not None and not args.student.strip():
+        raise ESError("--student needs an identifier")
+    from .gradebook import grade_class
+    return grade_class(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
+                       check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
+                       submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
+                       student=args.student, feedback_format=args.feedback_format, support_path=args.support_path,
+                       checks_csv=args.checks_csv)
 
 
 

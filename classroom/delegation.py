@@ -26,18 +26,19 @@ FORBIDDEN = {
     "es_gradient": ("es.strategy", "es.noise", "es.OpenES"),
     "antithetic_noise": ("es.noise",),
     "adam_update": ("es.optimizers", "es.Adam", "es.SGD"),
-    "train_cartpole": ("es.train", "es.api", "es.optimize", "es.OpenES", "es.strategy", "es.optimizers", "es.Adam",
+    "train_cartpole": ("es.train", "es.training", "es.api", "es.optimize", "es.OpenES", "es.strategy", "es.optimizers", "es.Adam",
                        "es.SGD", "es.config_for", "es.evaluators", "es.parallel", "es.noise", "es.shaping"),
     "member_noise": ("es.noise",),
-    "parallel_returns": ("es.parallel", "es.evaluators", "es.noise", "es.strategy", "es.train", "es.api"),
+    "parallel_returns": ("es.parallel", "es.evaluators", "es.noise", "es.strategy", "es.train", "es.training", "es.api"),
     "result_codec": ("es.distributed",),
     "chunks_to_requeue": ("es.distributed",),
     "downsample": ("pong.env",),
     "stack_frames": ("pong.env",),
     "batched_policy": ("pong.policy", "pong.problem", "es.policies"),
+    "es_step": ("es.optimizers", "es.Adam", "es.shaping", "es.centered_ranks", "es.strategy", "es.OpenES"),
     "snes_step": (),
 }
-ALWAYS = ("classroom",)
+ALWAYS = ("classroom", "pong.replay")
 DYNAMIC = {"__import__", "importlib", "exec", "eval", "compile", "runpy", "execfile"}
 SOLUTIONS = re.compile(r"solutions[/\\]|solutions['\"]", re.IGNORECASE)
 

@@ -1,44 +1,57 @@
-"""``python -m es grade DIR_OR_NOTEBOOKS... [--json] [--csv FILE] [--feedback DIR] [--jobs N]``.
+"""Grading one notebook: ``grade(path, ...)``; a class: ``main`` (``classroom.gradebook``).
 
-Each submission is graded in a child process of its own session, with a hard wall-clock
-limit (``--submission-timeout``) after which the child, its kernel and everything they
-started are killed; the child's and the kernel's output go nowhere (a notebook that writes
-to file descriptor 1 cannot put lines into the gradebook), and its rows come back in a file
-and are checked against the grader's own list of checks (names, maximum points, points 0 or
-the maximum). Submissions are graded in parallel, ``--jobs`` at a time.
+**Where things run.** The grader (this process) starts one child per notebook: ``python -I``
+(no current directory, no ``PYTHONPATH`` on its import path), in a private folder of its own
+(mode 0700, outside the submission), importing every grader module before any student code
+runs. The child runs the notebook headless (nbclient, ``ES_COURSE_FAST=1``, a time limit per
+cell, errors allowed) in a kernel that ``classroom.sandbox`` shuts in: its own uid, PID and
+mount namespaces, a copy of the submission's folder as its working directory, the support
+code read-only and nothing of the grader's. Each check then runs in the child, calling the
+student's functions in the kernel (``classroom.remote``) as plain data.
 
-Inside the child (``_grade_here``) the notebook runs headless (nbclient) with
-``ES_COURSE_FAST=1``, a time limit per cell and errors allowed. A cell that does not finish
-in time (even one that catches ``KeyboardInterrupt``) is skipped: the kernel is restarted and
-the notebook run again without it. Then every check of that notebook runs in a cell of its
-own; a check that fails, hangs or kills the kernel costs only its own points: the kernel is
-restarted, the notebook replayed, and the next check runs. A submission that is not a
-notebook gets 0 with a message and never crashes the grader.
+**The verdict's way back.** The child writes its rows to a pipe it inherited (no file, no
+name on a command line); nothing in the sandbox can open it. The grader reads the rows only
+after the child has exited, its process tree is killed, and no process of the submission's
+uid is left (a survivor, however it was started, voids the result); it then keeps only its
+own checks, each 0 or its maximum. A hard wall-clock limit (``submission_timeout``) kills
+the child, its kernel and everything they started.
+
+A cell that does not finish in time (even one that catches ``KeyboardInterrupt``) is
+skipped: the kernel is restarted and the notebook run again without it. A check that fails,
+hangs or kills the kernel costs only its own points: the kernel is restarted, the notebook
+replayed, and the next check runs. A submission that is not a notebook gets 0 with a message.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
 from .check import CHECKS, CheckFailed, checks_for, input_seed, verdict
-from .build import ROOT
 from .remote import KernelError, KernelGone, Remote, ask
 
+ROOT = Path(__file__).resolve().parents[1]
 MILESTONE_MAX = {"M1": 10, "M2": 5, "M3": 5, "M4": 10}
+MAX_NOTEBOOK_BYTES = 100 << 20
+MAX_RESULT_BYTES = 8 << 20
+RUN_FILES = ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz")   # what pong.replay reads of a run
+REFERENCE_HOMES = ("es", "pong", "solutions", "classroom", "_es_grade")
+PROBE_PACKAGE = "_es_grade"
 
 
 def notebook_name(nb, path: Path) -> str:
-    name = nb.get("metadata", {}).get("es_course", {}).get("notebook")
-    if name:
+    name = nb.get("metadata", {}).get("es_course", {}).get("notebook") if isinstance(nb, dict) else None
+    if isinstance(name, str) and name:
         return name
-    m = re.match(r"(\d\d)", path.name)
+    m = re.match(r"(\d\d)", Path(path).name)
     for src in sorted({c[2] for c in CHECKS.values()}):
         if m and src.startswith(m.group(1)):
             return src
@@ -46,25 +59,37 @@ def notebook_name(nb, path: Path) -> str:
 
 
 def student_of(path: Path) -> str:
-    """Whose submission: nbgrader's ``submitted/<student>/<assignment>/x.ipynb`` gives
-    ``<student>``; otherwise the folder holding the notebook (``submissions/<student>/``)."""
-    path = Path(path).resolve()
+    """Whose notebook, when it is graded on its own (no class folder, no ``--student``):
+    nbgrader's ``submitted/<student>/<assignment>/x.ipynb`` gives ``<student>``; otherwise the
+    folder holding it. The path is taken as given: a symbolic link is not followed."""
+    path = Path(os.path.abspath(path))
     if len(path.parents) > 2 and path.parents[2].name == "submitted":
         return path.parents[1].name
     return path.parent.name
 
 
+# ---------------------------------------------------------------- in the child
 def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: int = 0, only=None,
-                student: str | None = None) -> dict:
-    """The grading itself, in this process (``grade`` runs it in an isolated child)."""
+                student: str | None = None, *, root=None, folder=None, private=None, uid=None,
+                support_path=None, workdir: str | None = None, isolation: str = "none", how: str | None = None) -> dict:
+    """The grading itself, in this process (``grade`` runs it in an isolated child): the
+    notebook at ``path`` (a regular file the grader checked), whose student folder is ``root``
+    and whose own folder, as submitted, is ``folder``."""
     import nbformat
     path = Path(path)
-    given = {"STUDENT_ID": student or student_of(path), "folder": path.resolve().parent}
+    folder = Path(folder) if folder is not None else path.parent
+    root = Path(root) if root is not None else folder
+    private = Path(private) if private is not None else Path(os.getcwd())
+    support_path = Path(support_path) if support_path is not None else ROOT
+    given = {"STUDENT_ID": student or student_of(path), "folder": folder, "root": root, "private": private,
+             "how": how}
     out = {"submission": str(path), "total": 0, "max": 0, "checks": []}
     try:
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
         nb = nbformat.read(str(path), as_version=4)
     except Exception as exc:   # not JSON, not a notebook, unreadable: a message, not a crash
-        out["error"] = f"cannot read {path}: {exc.__class__.__name__}: {str(exc)[:200]}"
+        out["error"] = f"cannot read {path.name}: {exc.__class__.__name__}: {str(exc)[:200]}"
         return out
     name = notebook_name(nb, path)
     names = checks_for(name)
@@ -73,22 +98,19 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
     if not names:
         out["error"] = f"{path.name} is not one of the course notebooks (no checks for {name or 'it'})"
         return out
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    os.environ["ES_COURSE_FAST"] = "1"      # the kernel inherits it (and PYTHONPATH, set by ``grade``)
     cells = [c for c in nb.cells if c.cell_type == "code"]
     skipped: list[int] = []        # student cells that never finished: left out of every replay
     notes: list[str] = []
     run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source) for c in cells])
-    client = NotebookClient(run, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=False, resources={"metadata": {"path": str(path.parent)}})
+    kernel = _KernelFactory(private, uid, support_path, folder, workdir or f"/submission/{_safe(given['STUDENT_ID'])}",
+                            isolation, notes)
+    client = _client(run, len(cells), cell_timeout, private)
 
     def replay():
         """A fresh kernel that has run every student cell that finishes in time."""
         while True:
-            client.km = client.create_kernel_manager()
-            client.start_new_kernel()
-            client.start_new_kernel_client()
+            kernel.start(client)
             for i, cell in enumerate(run.cells[:len(cells)]):
                 if i in skipped:
                     continue
@@ -98,7 +120,7 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
                     skipped.append(i)
                     why = "did not finish in time" if isinstance(exc, CellTimeoutError) else "killed the kernel"
                     notes.append(f"code cell {i + 1} {why}; graded without it")
-                    _stop_kernel(client)
+                    kernel.stop(client)
                     break
             else:
                 return
@@ -133,19 +155,98 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
             if row["message"] == "passed":
                 row["points"] = row["max"]
             elif row["message"].endswith(_GONE):
-                _stop_kernel(client)
+                kernel.stop(client)
                 replay()                 # the next check gets a kernel in a known state
     except Exception as exc:         # the machinery itself failed: every check not yet graded says why
         for r in rows:
             if not r["message"]:
                 r["message"] = f"{r['name']}: not graded: {exc.__class__.__name__}: {str(exc)[:200]}"
     finally:
-        _stop_kernel(client)
+        kernel.stop(client)
     out["checks"] = rows
     out["total"] = sum(r["points"] for r in rows)
+    if kernel.survived:
+        out["survivors"] = kernel.survived
     if notes:
         out["notes"] = notes
     return out
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", str(name))[:100] or "student"
+
+
+def _client(run, student_cells: int, cell_timeout: int, private: Path):
+    """An nbclient that keeps no output of the student's cells (a notebook that prints
+    gigabytes fills nothing) and at most ``MAX_RESULT_BYTES`` of a probe cell's."""
+    from nbclient import NotebookClient
+
+    class Client(NotebookClient):
+        def output(self, outs, msg, display_id, cell_index):
+            if cell_index < student_cells or msg.get("msg_type") != "stream":
+                return None
+            if sum(len(o.get("text", "")) for o in outs) > MAX_RESULT_BYTES:
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return Client(run, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=False,
+                  resources={"metadata": {"path": str(private)}})
+
+
+class _KernelFactory:
+    """Starts the notebook's kernels: in ``classroom.sandbox`` (uid ``uid``) when ``isolation``
+    is ``"namespaces"``, else as a plain child process; either way in a fresh copy of the
+    submission's folder, with ``support_path`` and the grader's probe on its import path."""
+
+    def __init__(self, private: Path, uid, support_path: Path, folder: Path, workdir: str, isolation: str, notes):
+        from . import sandbox
+        self.private, self.uid, self.support, self.folder = private, uid, support_path, folder
+        self.workdir, self.isolation, self.notes, self.survived, self.count = workdir, isolation, notes, [], 0
+        probe = private / "probe" / PROBE_PACKAGE
+        probe.mkdir(parents=True, exist_ok=True)
+        for name in ("probe.py", "wire.py"):
+            (probe / name).write_bytes((Path(__file__).parent / name).read_bytes())
+        (probe / "__init__.py").write_text("")
+        self.sandbox = sandbox
+
+    def start(self, client) -> None:
+        from jupyter_client.kernelspec import KernelSpecManager
+        from jupyter_client.manager import AsyncKernelManager
+        self.count += 1
+        kdir = self.private / f"kernel{self.count}"
+        work = kdir / "work"
+        left = self.sandbox.owned_copy(self.folder, work, self.uid if self.isolation == "namespaces" else None)
+        if left and self.count == 1:
+            self.notes.append(f"left out of the kernel's copy of the folder (too large): {', '.join(left[:5])}")
+        env = {"ES_COURSE_FAST": "1", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+        if self.isolation == "namespaces":
+            name = self.sandbox.kernel_spec(kdir, uid=self.uid, support_path=self.support, workdir_src=work,
+                                            workdir=self.workdir, probe_dir=self.private / "probe", env=env)
+            ksm = KernelSpecManager(kernel_dirs=[str(kdir / "kernels")])
+            cwd = str(self.private)
+        else:
+            name = "es-grade-plain"
+            spec = kdir / "kernels" / name
+            spec.mkdir(parents=True)
+            pythonpath = os.pathsep.join([str(self.support), str(self.private / "probe")])
+            spec.joinpath("kernel.json").write_text(json.dumps({
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "es-course", "language": "python", "interrupt_mode": "message",
+                "env": {**env, "PYTHONPATH": pythonpath, "ES_GRADE_INSTALLED": str(self.support)}}))
+            ksm = KernelSpecManager(kernel_dirs=[str(kdir / "kernels")])
+            cwd = str(work)
+        client.km = AsyncKernelManager(kernel_name=name, kernel_spec_manager=ksm)
+        client.start_new_kernel(cwd=cwd)
+        client.start_new_kernel_client()
+
+    def stop(self, client) -> None:
+        import shutil
+        _stop_kernel(client)
+        if self.isolation == "namespaces" and self.uid is not None:
+            left = self.sandbox.kill_uid(self.uid)
+            if left:
+                self.survived = left
+        shutil.rmtree(self.private / f"kernel{self.count}" / "work", ignore_errors=True)
 
 
 _GONE = "(the kernel was restarted for the next check)"
@@ -153,30 +254,55 @@ _GONE = "(the kernel was restarted for the next check)"
 
 def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | None = None) -> str:
     """One check, in this process, on inputs drawn from ``seed``; the student's functions run
-    in the kernel. Its message. ``given``: what the grader knows better than the notebook (whose
-    submission it is, the folder it came in), which ``_grader_side`` applies."""
+    in the kernel. Its message; what the check printed when it passed goes to ``row["detail"]``
+    and, for a Pong run, what was replayed and played to ``row["pong"]``. ``given``: what the
+    grader knows better than the notebook (whose submission it is, the folder it came in),
+    which ``_grader_side`` applies."""
+    import io
     name = row["name"]
+    given = given if given is not None else {}
     deadline = time.monotonic() + check_timeout
     run = lambda source: execute(source, deadline)   # noqa: E731
+    printed = io.StringIO()
+    record: dict = {}
     try:
         objs = []
-        for need in CHECKS[name][3]:
+        needs = CHECKS[name][3]
+        for need in needs:
             kind = ask(run, need, "kind")
             if kind.get("missing"):
                 return f"{name}: define {need} (the cell that defines it did not run?)"
             home = str(kind.get("module") or "")
-            if kind.get("callable") and home.split(".")[0] in ("es", "pong", "solutions"):
+            if kind.get("callable") and home.split(".")[0] in REFERENCE_HOMES:
                 return f"{name}: 0 points: {need} is {home}'s function, not one written in the notebook"
-            objs.append(Remote(run, need) if kind.get("callable") else
-                        _grader_side(need, ask(run, need, "get").get("value"), given or {}))
-        verdict(name, objs, seed)
+            if kind.get("callable"):
+                objs.append(Remote(run, need))
+                continue
+            value = ask(run, need, "get").get("value")
+            try:
+                objs.append(_grader_side(need, value, given))
+            except CheckFailed as exc:
+                return f"{name}: 0 points: {exc}"
+        if "RUN_DIR" in needs and "STUDENT_ID" in needs:
+            run_dir, student = objs[needs.index("RUN_DIR")], objs[needs.index("STUDENT_ID")]
+            claimed = ask(run, "STUDENT_ID", "get").get("value")
+            problem = _identity_problem(Path(run_dir), student, claimed, given)
+            if problem:
+                record.update(replay="rejected", reason=problem, identity=student)
+                return f"{name}: 0 points: {problem}"
+            record["identity"] = student
+        with _recording(record), contextlib.redirect_stdout(printed):
+            verdict(name, objs, seed)
+        detail = printed.getvalue().strip()
+        if detail:
+            row["detail"] = detail[:1000]
         return "passed"
     except NotImplementedError:
         return f"{name}: not implemented yet (the cell still raises NotImplementedError)"
     except CheckFailed as exc:
         return str(exc)
     except KernelError as exc:
-        return f"{name}: raised {str(exc)[:300]}"
+        return f"{name}: raised {str(exc)[:500]}"
     except KernelGone as exc:
         if exc.reason == "timeout":
             return f"{name}: the check did not finish in {check_timeout} s (an endless loop?) {_GONE}"
@@ -184,23 +310,132 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | 
     except Exception as exc:   # the check could not use what came back (a tuple for a dict, ...)
         return (f"{name}: the check could not use what your code returned ({exc.__class__.__name__}: "
                 f"{str(exc)[:200]}); compare with the docstring")
+    finally:
+        if record:
+            row["pong"] = record
+
+
+@contextlib.contextmanager
+def _recording(record: dict):
+    """While a check runs: what ``pong.replay.verify_run`` replayed and ``pong.student.beats_random``
+    played, into ``record`` (for the feedback); the functions themselves are unchanged."""
+    import pong.replay as replay_mod
+    import pong.student as student_mod
+    verify, beats = replay_mod.verify_run, student_mod.beats_random
+
+    def verify_run(*args, **kwargs):
+        try:
+            replay = verify(*args, **kwargs)
+        except Exception as exc:
+            record.update(replay="rejected", reason=str(exc)[:500])
+            raise
+        record.update(replay="replays", generations=int(replay.generations), seconds=round(float(replay.seconds), 1),
+                      chain_max_diff=float(replay.chain_max_diff),
+                      episodes=[[int(g), int(m), float(a), float(b)] for g, m, a, b in replay.episodes])
+        return replay
+
+    def beats_random(*args, **kwargs):
+        v = beats(*args, **kwargs)
+        record.update(agent_mean=float(v.agent_mean), agent_ci=[float(x) for x in v.agent_ci],
+                      random_mean=float(v.random_mean), random_ci=[float(x) for x in v.random_ci],
+                      games=len(v.agent_scores), seeds=[int(v.seeds[0]), int(v.seeds[-1])],
+                      beats_random=bool(v.beats_random))
+        return v
+
+    replay_mod.verify_run, student_mod.beats_random = verify_run, beats_random
+    try:
+        yield
+    finally:
+        replay_mod.verify_run, student_mod.beats_random = verify, beats
 
 
 def _grader_side(need: str, value, given: dict):
     """The student's identifier is the grader's, never the notebook's (which a student could set
-    to a classmate's); a run directory must lie inside the submission's folder."""
+    to a classmate's). A run directory must lie inside the student's folder, and so must every
+    file of it (a symbolic link is followed only to check where it leads); its files are copied
+    into the grader's private folder, and the check reads that copy."""
     if need == "STUDENT_ID" and given.get("STUDENT_ID"):
         return given["STUDENT_ID"]
     if need == "RUN_DIR" and given.get("folder") is not None:
-        folder = Path(given["folder"])
-        if not isinstance(value, (str, os.PathLike)):
-            raise CheckFailed(f"RUN_DIR must be a path, got {type(value).__name__}")
-        target = (folder / value).resolve()
-        if not target.is_relative_to(folder):
-            raise CheckFailed(f"RUN_DIR {str(value)[:100]} lies outside the submission's folder; submit the run "
-                              "directory next to the notebook")
-        return str(target)
+        return str(_copy_run(value, given))
     return value
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _copy_run(value, given: dict) -> Path:
+    folder = Path(os.path.abspath(given["folder"]))
+    root = Path(os.path.abspath(given.get("root") or folder))
+    if not isinstance(value, (str, os.PathLike)):
+        raise CheckFailed(f"RUN_DIR must be a path, got {type(value).__name__}")
+    shown = str(value)[:100]
+    target = Path(os.path.normpath(folder / value))
+    real_root = root.resolve()
+    if not _within(target, root) or not _within(target.resolve(), real_root):
+        raise CheckFailed(f"RUN_DIR {shown} lies outside your submission folder ({root.name}/); submit the run "
+                          "directory inside it, next to the notebook")
+    if not target.is_dir():
+        raise CheckFailed(f"there is no folder {shown} next to the notebook ({target.relative_to(root.parent)}): "
+                          "submit the run directory your notebook trained into")
+    private = Path(given.get("private") or folder)
+    k = 0
+    while (private / f"run{k}").exists():
+        k += 1
+    copy = private / f"run{k}"
+    copy.mkdir(parents=True)
+    from pong.replay import MAX_FILE_BYTES
+    for name in RUN_FILES:
+        p = target / name
+        if not os.path.lexists(p):
+            continue
+        real = p.resolve()
+        if not _within(real, real_root):
+            raise CheckFailed(f"{shown}/{name} is a link to {real}, outside your submission folder: submit the "
+                              "run's own files, not links to them")
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise CheckFailed(f"{shown}/{name} cannot be read ({exc.strerror})") from None
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise CheckFailed(f"{shown}/{name} is not a regular file")
+            (copy / name).write_bytes(f.read(MAX_FILE_BYTES + 1))     # one byte too many: replay refuses it
+    return copy
+
+
+def _identity_problem(run_copy: Path, student: str, claimed, given: dict) -> str | None:
+    """Why the run in ``run_copy`` cannot be graded as ``student``'s (its seed is another
+    identifier's), said so that the reader knows what to do; None when the seeds agree or
+    the configuration cannot be read (the replay then says what is wrong)."""
+    from pong.student import student_seed
+    try:
+        seed = json.loads((run_copy / "config.json").read_text())["seed"]
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            return None
+        mine = student_seed(student)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if seed == mine:
+        return None
+    how = given.get("how") or "the name of the submission's folder"
+    try:
+        other = str(claimed).strip() if claimed is not None and student_seed(str(claimed)) == seed else None
+    except ValueError:
+        other = None
+    graded = f"this submission is graded as '{student}' ({how})"
+    why = ("each identifier trains with a seed of its own (pong.student.student_seed), so a run can be replayed "
+           "only under the identifier it was trained as")
+    if other:
+        return (f"{graded}, but its run was trained as '{other}' (the notebook's STUDENT_ID): {why}. If '{other}' "
+                f"is you, rename the submission folder to {other} or ask your instructor to grade it with "
+                f"--student {other}; otherwise train again with STUDENT_ID = '{student}'")
+    return (f"{graded}, but its run's seed {seed} is not the seed of '{student}' ({mine})"
+            + (f" nor of the notebook's STUDENT_ID '{str(claimed)[:60]}'" if claimed not in (None, "") else "")
+            + f": {why}. Train with STUDENT_ID = '{student}'; if the run was trained under another identifier "
+            "that is yours, rename the submission folder to it or ask your instructor to grade it with --student "
+            "THAT_ID")
 
 
 def _stop_kernel(client) -> None:
@@ -215,7 +450,32 @@ def _stop_kernel(client) -> None:
     client.kc = client.km = None
 
 
-# ---- isolation: one child process per submission ----
+PREIMPORT = ("numpy", "nbformat", "nbclient", "jupyter_client.manager", "jupyter_client.kernelspec", "redis",
+             "classroom.check", "classroom.remote", "classroom.wire", "classroom.delegation", "classroom.sandbox",
+             "classroom.redis_workers", "es.checkpoint", "es.config", "es.training", "es.evaluators", "es.seeding",
+             "es.play", "es.shaping", "es.envs", "es.distributed.master", "es.distributed.server", "pong.env",
+             "pong.replay", "pong.student", "pong.problem")
+
+
+def _child_main(argv=None) -> None:
+    """The child: ``python -I -c BOOT JSON``; writes its result to the inherited pipe."""
+    import importlib
+    args = json.loads((argv or sys.argv)[1])
+    fd = int(args.pop("result_fd"))
+    os.set_inheritable(fd, False)          # no process started from here gets the pipe
+    for module in PREIMPORT:               # before any student code runs: nothing written later shadows them
+        importlib.import_module(module)
+    only = args.pop("only")
+    try:
+        res = _grade_here(args.pop("notebook"), args.pop("cell_timeout"), args.pop("check_timeout"), args.pop("seed"),
+                          None if only is None else set(only), args.pop("student"), **args)
+    except BaseException as exc:
+        res = {"error": f"the grader failed: {exc.__class__.__name__}: {str(exc)[:300]}"}
+    with os.fdopen(fd, "wb") as f:
+        f.write(json.dumps(res).encode())
+
+
+# ---------------------------------------------------------------- in the grader
 def _descendants(pid: int) -> set[int]:
     children: dict[int, list[int]] = {}
     sessions: dict[int, int] = {}
@@ -239,15 +499,28 @@ def _descendants(pid: int) -> set[int]:
     return out | {p for p, s in sessions.items() if s in sids and p != os.getpid()}
 
 
-def _kill_tree(pid: int) -> None:
-    for _ in range(3):                # kill, then look again for anything started meanwhile
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _kill_tree(pid: int) -> list[int]:
+    """SIGKILL ``pid``, its descendants and its session, until none is alive; the survivors."""
+    left: list[int] = []
+    for _ in range(20):                # kill, then look again for anything started meanwhile
         victims = _descendants(pid) | {pid}
         for p in victims:
             try:
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
-        time.sleep(0.05)
+        time.sleep(0.02)
+        left = [p for p in _descendants(pid) | {pid} if _alive(p)]
+        if not left:
+            return []
+    return left
 
 
 def validate(raw, names: list[str]) -> list[dict]:
@@ -261,66 +534,161 @@ def validate(raw, names: list[str]) -> list[dict]:
         r = given.get(n, {})
         ok = r.get("points") in (0, mx) and not isinstance(r.get("points"), bool)
         message = r.get("message") if isinstance(r.get("message"), str) else ""
-        rows.append({"name": n, "milestone": milestone, "points": r["points"] if ok else 0, "max": mx,
-                     "message": message[:500] if ok else f"{n}: not graded (no valid result)"})
+        row = {"name": n, "milestone": milestone, "points": r["points"] if ok else 0, "max": mx,
+               "message": message[:1500] if ok else f"{n}: not graded (no valid result)"}
+        if ok and isinstance(r.get("detail"), str):
+            row["detail"] = r["detail"][:1000]
+        if ok and isinstance(r.get("pong"), dict):
+            row["pong"] = _plain(r["pong"])
+        rows.append(row)
     return rows
 
 
+def _plain(v, depth: int = 0):
+    """Numbers, strings, booleans and short lists of them; anything else dropped."""
+    if isinstance(v, (bool, int, float)) or v is None:
+        return v
+    if isinstance(v, str):
+        return v[:600]
+    if isinstance(v, list) and depth < 2:
+        return [_plain(x, depth + 1) for x in v[:40]]
+    if isinstance(v, dict) and depth == 0:
+        return {str(k)[:40]: _plain(x, depth + 1) for k, x in list(v.items())[:30]}
+    return None
+
+
+def inspect_notebook(path, root=None) -> str | None:
+    """Why the file at ``path`` cannot be graded as part of the folder ``root`` (a symbolic link
+    that leads out of it, not a regular file, too large); None when it can."""
+    path = Path(os.path.abspath(path))
+    root = Path(os.path.abspath(root)) if root is not None else path.parent
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"{path.name} cannot be read (a broken link, or it vanished)"
+    if not _within(real, root.resolve()):
+        return (f"{path.name} is a symbolic link to {real}, outside the folder {root.name}/ it was submitted in: "
+                "submit the notebook itself")
+    st = os.stat(real)
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path.name} is not a regular file"
+    if st.st_size > MAX_NOTEBOOK_BYTES:
+        return f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB"
+    return None
+
+
 def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_timeout: int = 3600,
-          seed: int | None = None, only=None, student: str | None = None) -> dict:
-    """Grade one submission in an isolated child with a hard wall-clock limit. The checks'
+          seed: int | None = None, only=None, student: str | None = None, *, root=None, how: str | None = None,
+          support_path=None) -> dict:
+    """Grade one notebook in an isolated child with a hard wall-clock limit. The checks'
     inputs come from ``seed``, drawn fresh when it is None (``result["input_seed"]``); only
-    the checks named in ``only`` run when it is given."""
+    the checks named in ``only`` run when it is given. ``student``: whose it is (default
+    ``student_of(path)``); ``root``: the student's folder (default: the notebook's folder),
+    which the notebook and its run must not lead out of; ``support_path``: the folder whose
+    packages the kernel imports (default: this checkout, without its answer key)."""
     import secrets
+    import shutil
+    import tempfile
+    from . import sandbox
     seed = secrets.randbits(63) if seed is None else int(seed)
-    shown, path = str(path), Path(path).resolve()
+    shown, path = str(path), Path(os.path.abspath(path))
+    root = Path(os.path.abspath(root)) if root is not None else path.parent
+    student = student or student_of(path)
+    how = how or ("given with --student" if student != student_of(path) else "the folder holding the notebook")
+    isolation, why_not = sandbox.mode()
+    out = {"submission": shown, "notebook": "", "student": student, "identity": how, "input_seed": seed,
+           "isolation": isolation}
+    if why_not:
+        out["isolation_note"] = why_not
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="es-grade-") as tmp:
-        result_file = Path(tmp) / "result.json"
-        proc = subprocess.Popen([sys.executable, "-m", "classroom.grade", str(path), str(result_file),
-                                 str(cell_timeout), str(check_timeout), str(seed),
-                                 ",".join(only) if only is not None else "*", student or student_of(path)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, cwd=tmp,
-                                env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                    filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
-        timed_out = False
+    problem = inspect_notebook(path, root)
+    if problem:
+        out.update(checks=[], total=0, max=0, error=problem, seconds=0.0)
+        return out
+    lease = sandbox.UidLease() if isolation == "namespaces" else None
+    private = Path(tempfile.mkdtemp(prefix="es-grade-"))
+    r, w = os.pipe()
+    left, timed_out, child = [], False, {}
+    try:
+        args = {"notebook": str(path.resolve()), "folder": str(path.parent), "root": str(root), "student": student,
+                "cell_timeout": cell_timeout, "check_timeout": check_timeout, "seed": seed,
+                "only": sorted(only) if only is not None else None, "private": str(private), "result_fd": w,
+                "uid": lease.uid if lease else None, "isolation": isolation, "how": how,
+                "support_path": str(Path(support_path or ROOT).resolve()),
+                "workdir": "/submission/" + "/".join(map(_safe, [student, *path.parent.relative_to(root).parts]))}
+        boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from classroom.grade import _child_main; _child_main()"
+        proc = subprocess.Popen([sys.executable, "-I", "-c", boot, json.dumps(args)], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,),
+                                start_new_session=True, cwd=private,
+                                env={**os.environ, "JUPYTER_RUNTIME_DIR": str(private / "runtime")})
+        os.close(w)
+        w = None
+        chunks: list[bytes] = []
+
+        def read():
+            size = 0
+            while True:
+                b = os.read(r, 1 << 16)
+                if not b:
+                    return
+                size += len(b)
+                if size <= MAX_RESULT_BYTES:
+                    chunks.append(b)
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
         try:
             proc.wait(timeout=submission_timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            _kill_tree(proc.pid)
+            left = _kill_tree(proc.pid)
             proc.wait()
+        if lease is not None:
+            left += sandbox.kill_uid(lease.uid)
+        reader.join(timeout=10)
+        raw = b"".join(chunks) if not reader.is_alive() else b""
         try:
-            child = json.loads(result_file.read_text())
-        except (OSError, ValueError):
+            child = json.loads(raw.decode()) if raw else {}
+        except ValueError:
             child = {}
+    finally:
+        for fd in (r, w):
+            if fd is not None:
+                os.close(fd)
+        shutil.rmtree(private, ignore_errors=True)
+        if lease is not None and not sandbox.survivors(lease.uid):
+            lease.release()
     if not isinstance(child, dict):
         child = {}
-    out = {"submission": shown, "notebook": child.get("notebook") if isinstance(child.get("notebook"), str) else ""}
+    if left or child.get("survivors"):
+        child = {"notebook": child.get("notebook"), "error": "a process the notebook started could not be stopped; "
+                 "its result is not used"}
+    out["notebook"] = child.get("notebook") if isinstance(child.get("notebook"), str) else ""
     names = checks_for(out["notebook"])
     out["checks"] = validate(child.get("checks"), names)
     if timed_out:
-        for r in out["checks"]:
-            if not r["points"]:
-                r["message"] = f"{r['name']}: not graded: the submission used up its {submission_timeout} s limit"
+        for r_ in out["checks"]:
+            if not r_["points"]:
+                r_["message"] = f"{r_['name']}: not graded: the submission used up its {submission_timeout} s limit"
         out["error"] = f"stopped after {submission_timeout} s (the grading limit per submission)"
     elif isinstance(child.get("error"), str):
         out["error"] = child["error"][:300]
+        for r_ in out["checks"]:
+            if r_["message"].endswith("(no valid result)"):
+                r_["message"] = f"{r_['name']}: not graded: {out['error']}"
     elif not child:
         out["error"] = "the grading process ended without a result"
     if isinstance(child.get("notes"), list):
         out["notes"] = [str(n)[:200] for n in child["notes"][:20]]
-    out["total"] = sum(r["points"] for r in out["checks"])
-    out["max"] = sum(r["max"] for r in out["checks"])
+    out["total"] = sum(r_["points"] for r_ in out["checks"])
+    out["max"] = sum(r_["max"] for r_ in out["checks"])
     out["seconds"] = round(time.monotonic() - t0, 1)
-    out["input_seed"] = seed
     return out
 
 
 def table(result: dict) -> str:
-    lines = [f"submission: {result['submission']}" + (f"  ({result['notebook']})" if result.get("notebook") else "")]
+    lines = [f"submission: {result['submission']}" + (f"  ({result['notebook']})" if result.get("notebook") else "")
+             + (f"  graded as {result['student']}" if result.get("student") else "")]
     if result.get("error"):
         lines.append(f"  error: {result['error']}")
     for r in result["checks"]:
@@ -330,82 +698,13 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def milestone_summary(results: list[dict]) -> str:
-    got, mx = {}, {}
-    for res in results:
-        for r in res["checks"]:
-            got[r["milestone"]] = got.get(r["milestone"], 0) + r["points"]
-            mx[r["milestone"]] = mx.get(r["milestone"], 0) + r["max"]
-    order = [m for m in ("M1", "M2", "M3", "M4", "extras") if m in mx]
-    return "milestones: " + "  ".join(f"{m} {got[m]}/{mx[m]}" for m in order) + \
-        f"  (course: {', '.join(f'{k} {v}' for k, v in MILESTONE_MAX.items())}, extras on top)"
-
-
-def expand(paths) -> list[Path]:
-    """Notebooks named, and every ``*.ipynb`` under the folders named, in a stable order."""
-    out = []
-    for p in map(Path, paths):
-        out.extend(sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts) if p.is_dir() else [p])
-    return out
-
-
-def write_csv(results: list[dict], path) -> None:
-    import csv
-    names = list(dict.fromkeys(r["name"] for res in results for r in res["checks"]))
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["submission", "notebook", *names, "total", "max", "seconds", "error"])
-        for res in results:
-            pts = {r["name"]: r["points"] for r in res["checks"]}
-            w.writerow([res["submission"], res.get("notebook", ""), *[pts.get(n, "") for n in names],
-                        res["total"], res["max"], res.get("seconds", ""), res.get("error", "")])
-
-
-def write_feedback(result: dict, folder) -> Path:
-    """A plain-text report for the student: each check's points and what it found."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    sub = Path(result["submission"])
-    target = folder / f"{sub.parent.name}__{sub.stem}.txt" if sub.parent.name else folder / f"{sub.stem}.txt"
-    lines = [f"{sub.name}: {result['total']} / {result['max']} points", ""]
-    if result.get("error"):
-        lines += [f"error: {result['error']}", ""]
-    for r in result["checks"]:
-        lines.append(f"{r['name']} ({r['milestone']}): {r['points']} / {r['max']}")
-        lines.append(f"    {r['message'] or 'passed'}")
-    for n in result.get("notes", []):
-        lines.append(f"note: {n}")
-    if "input_seed" in result:
-        lines.append(f"the checks' inputs came from seed {result['input_seed']} (python -m es grade --input-seed "
-                     f"{result['input_seed']} grades again on the same inputs)")
-    target.write_text("\n".join(lines) + "\n")
-    return target
-
-
 def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: int = 600, log=print,
          csv_path=None, feedback=None, jobs: int | None = None, submission_timeout: int = 3600,
-         seed: int | None = None, only=None, student: str | None = None) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-    files = expand(paths)
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:   # each submission is its own child process
-        results = list(pool.map(lambda p: grade(p, cell_timeout, check_timeout, submission_timeout, seed, only,
-                                                        student), files))
-    for res in results:
-        log(json.dumps(res) if as_json else table(res))
-        if feedback is not None:
-            write_feedback(res, feedback)
-    if csv_path is not None:
-        write_csv(results, csv_path)
-    if not as_json and len(results) > 1:
-        log(milestone_summary(results))
-        log(f"graded {len(results)} submissions in {time.monotonic() - t0:.0f} s ({jobs} at a time; "
-            f"{sum(r['seconds'] for r in results) / len(results):.1f} s each)")
-    return 0
-
-
-if __name__ == "__main__":   # the isolated child: python -m classroom.grade NOTEBOOK RESULT CELL_S CHECK_S SEED CHECKS|* STUDENT
-    _res = _grade_here(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
-                       None if sys.argv[6] == "*" else set(filter(None, sys.argv[6].split(","))), sys.argv[7])
-    Path(sys.argv[2]).write_text(json.dumps(_res))
+         seed: int | None = None, only=None, student: str | None = None, feedback_format: str = "md",
+         support_path=None) -> int:
+    """``python -m classroom grade``: see ``classroom.gradebook.grade_class``."""
+    from .gradebook import grade_class
+    return grade_class(paths, as_json=as_json, cell_timeout=cell_timeout, check_timeout=check_timeout, log=log,
+                       csv_path=csv_path, feedback=feedback, jobs=jobs, submission_timeout=submission_timeout,
+                       seed=seed, only=only, student=student, feedback_format=feedback_format,
+                       support_path=support_path)

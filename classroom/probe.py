@@ -23,7 +23,9 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
     - ``count_lines``: Python lines run outside the installed packages (``"lines"``), to
       see whether ``fn`` loops in Python where one batched operation was asked for;
     - ``reference=[name, ...]``: while ``fn`` runs, ``namespace[name]`` is the course's own
-      function of that name (``REFERENCE``), so ``fn`` is graded apart from the helpers it calls.
+      function of that name (``REFERENCE``), so ``fn`` is graded apart from the helpers it calls;
+      ``reference={name: source}``: the same, defined from the source the grader sent (a
+      graded kernel need not be able to import the reference).
     """
     import numpy as np
     if elsewhere:
@@ -41,7 +43,7 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
         namespace[spy["name"]] = _spy(real, log, tuple(spy.get("args", ())), float(spy.get("delay", 0)))
     saved = {name: namespace.get(name, _ABSENT) for name in reference}
     for name in reference:
-        namespace[name] = _reference(name)
+        namespace[name] = _reference(name, reference[name] if isinstance(reference, dict) else None)
     try:
         if count_lines:
             reply["value"], reply["lines"] = _count_lines(fn, args)
@@ -68,8 +70,16 @@ REFERENCE = {"decode_result": "classroom.references:decode_payload",
              "chunks_to_requeue": "es.distributed.master:chunks_to_requeue"}
 
 
-def _reference(name):
+def _reference(name, source=None):
     import importlib
+    if source is not None:
+        import json
+        import struct
+        import time
+        import numpy as np
+        scope = {"np": np, "json": json, "struct": struct, "time": time}
+        exec(compile(source, f"<reference {name}>", "exec"), scope)
+        return scope[REFERENCE[name].split(":")[1]]
     module, attr = REFERENCE[name].split(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -88,9 +98,9 @@ def _spy(real, log, picks, delay):
 def _count_lines(fn, args):
     import os
     import sys
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # es/
-    pong = os.path.join(os.path.dirname(package), "pong")
-    installed = tuple({os.path.join(d, "") for d in (sys.prefix, sys.base_prefix, sys.exec_prefix, package, pong)})
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))       # the folder of this package
+    support = [d for d in os.environ.get("ES_GRADE_INSTALLED", "").split(os.pathsep) if d]   # set by the grader
+    installed = tuple({os.path.join(d, "") for d in (sys.prefix, sys.base_prefix, sys.exec_prefix, package, *support)})
     count = 0
 
     def local(frame, event, arg):
@@ -126,9 +136,27 @@ def call(namespace: dict, request: str) -> None:
         else:
             reply = observe(namespace[name], req["args"], namespace, **req.get("observe", {}))
     except BaseException as exc:   # the student's code may raise anything, even SystemExit
-        reply = {"error": exc.__class__.__name__, "message": str(exc)[:300]}
+        reply = {"error": exc.__class__.__name__, "message": str(exc)[:300], "where": _where(exc)}
     try:
         text = wire.dumps(reply)
     except Exception as exc:
         text = wire.dumps({"error": "TypeError", "message": f"returned something the grader cannot read ({exc})"})
     print(MARKER + text, flush=True)
+
+
+def _where(exc) -> list:
+    """The student's own frames of a traceback (the notebook's cells and files, not this module,
+    Python's or the installed packages'): ``[[function, line, text], ...]``, innermost last."""
+    import linecache
+    import os
+    import sys
+    skip = tuple({os.path.join(d, "") for d in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__)),
+                  *[d for d in os.environ.get("ES_GRADE_INSTALLED", "").split(os.pathsep) if d])})
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(skip):
+            text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            frames.append([code.co_name, tb.tb_lineno, text[:160]])
+        tb = tb.tb_next
+    return frames[-3:]

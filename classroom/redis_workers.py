@@ -13,8 +13,13 @@ a result of the previous generation and one for a chunk that does not exist are 
 and the workers only start taking jobs after 1.5 leases (so a master that ignores what is
 still queued hands it out twice); one worker dies holding a chunk after writing one lease; one dies before writing any; one
 chunk's result arrives twice, the second copy with different numbers; another chunk's worker
-is slow but alive and keeps renewing its lease. Every member's true return is known, so the
-check compares exactly, and it counts how often each chunk was handed out.
+is slow but alive and keeps renewing its lease. A chunk handed out again is taken at once by
+an idle worker that writes its lease only ``LATE_LEASE`` leases after taking it (a real
+worker's moment between BLPOP and HSET, stretched): a master that keeps a requeued chunk's old
+queue time sees it lost again at once and pushes it over and over. Every member's true return
+is known, so the check compares exactly; it counts how often each chunk was handed out, and
+(``monitor_url``: a user allowed MONITOR) records the server's time of every push of a job,
+so that a chunk pushed again sooner than ``lease_seconds`` after its last push is seen.
 """
 from __future__ import annotations
 
@@ -25,18 +30,22 @@ import time
 import numpy as np
 
 JOBS, RESULTS, LEASES = "es:jobs", "es:results", "es:leases"
+LATE_LEASE = 0.6      # leases: how long a worker that took a requeued chunk waits to write its lease
 
 
 def name(a: int, b: int) -> str:
     return f"{a}:{b}"
 
 class FaultyWorkers:
-    def __init__(self, url: str, rng: np.random.Generator, lease_seconds: float = 1.0, encode=None):
+    def __init__(self, url: str, rng: np.random.Generator, lease_seconds: float = 1.0, encode=None,
+                 monitor_url: str | None = None):
         """``encode(generation, first, returns, lengths) -> bytes``: the payload the workers push
         (the grader's answer key, or in a student release the student's own encode_result)."""
         import redis
         self.encode = encode
         self.r = redis.Redis.from_url(url)
+        self.monitor_url = monitor_url
+        self.pushes: dict[str, list[float]] = {}     # chunk -> server times the master pushed it
         self.lease = float(lease_seconds)
         population = int(rng.integers(24, 48))
         cuts = np.sort(rng.choice(np.arange(2, population - 1), 5, replace=False))
@@ -68,6 +77,11 @@ class FaultyWorkers:
         r.rpush(RESULTS, self.encode(self.generation - 1, a, stale, self.lengths[a:b]))   # a leftover
         r.rpush(RESULTS, self.encode(self.generation, 1_000_000, [1.0], [1]))             # no such chunk
         r.rpush(JOBS, *[json.dumps({"g": self.generation, "a": a, "b": b}) for a, b in self.bounds])
+        if self.monitor_url:
+            ready = threading.Event()
+            # not joined by stop(): it ends when the server stops, before the check reads ``pushes``
+            threading.Thread(target=self._monitor, args=(ready,), daemon=True).start()
+            ready.wait(5)
         for _ in range(3):
             t = threading.Thread(target=self._work, daemon=True)
             t.start()
@@ -95,16 +109,51 @@ class FaultyWorkers:
             chunk = name(a, b)
             self.handed_out[chunk] += 1
             k = self.bounds.index((a, b))
-            fault = self.fault.get(k) if self.handed_out[chunk] == 1 else None   # a requeued chunk succeeds
+            # a requeued chunk succeeds, with its lease written late
+            fault = self.fault.get(k) if self.handed_out[chunk] == 1 else "late_lease"
             if self.working.get(chunk):
                 self.requeued_live.add(chunk)      # its worker is alive and renewing the lease
-            if fault != "dies_without_lease":
+            if fault not in ("dies_without_lease", "late_lease"):
                 r.hset(LEASES, chunk, repr(time.time()))
             r.lpop(JOBS)
             if any(name(j["a"], j["b"]) == chunk for j in map(json.loads, r.lrange(JOBS, 0, -1))):
                 self.queued_twice.add(chunk)       # pushed again while a copy still waited
             self.working[chunk] = fault is None or fault in ("slow", "duplicate")
             return a, b, fault
+
+    def _monitor(self, ready: threading.Event):
+        """Every push of a job from now on (only the master pushes them), with the server's time."""
+        import re
+        import redis
+        try:
+            with redis.Redis.from_url(self.monitor_url).monitor() as m:
+                ready.set()
+                for cmd in m.listen():
+                    if self._stop.is_set():
+                        return
+                    text = cmd.get("command", "")
+                    head = text.split(" ", 2)
+                    if len(head) == 3 and head[0].upper() == "RPUSH" and head[1] == JOBS:
+                        for job in re.findall(r"\{[^{}]*\}", text):
+                            try:
+                                j = json.loads(job)
+                                self.pushes.setdefault(name(int(j["a"]), int(j["b"])), []).append(float(cmd["time"]))
+                            except (ValueError, KeyError, TypeError):
+                                pass
+        except Exception as exc:   # the server went away at the end of the check
+            ready.set()
+            if not self._stop.is_set():
+                self.errors.append(f"monitor: {exc.__class__.__name__}: {exc}")
+
+    def pushed_early(self) -> dict[str, float]:
+        """chunk -> the shortest time between two of the master's pushes of it, where that is
+        less than half a lease (a master that sets ``queued_at`` at each push waits a lease)."""
+        out = {}
+        for chunk, times in self.pushes.items():
+            gaps = np.diff(sorted(times))
+            if len(gaps) and gaps.min() < 0.5 * self.lease:
+                out[chunk] = float(gaps.min())
+        return out
 
     def _work(self):
         import redis
@@ -119,6 +168,11 @@ class FaultyWorkers:
                 a, b, fault = taken
                 if fault in ("dies_without_lease", "dies_with_lease"):
                     continue
+                if fault == "late_lease":    # taken, not yet leased: to the master it looks lost
+                    if self._stop.wait(LATE_LEASE * self.lease):
+                        return
+                    r.hset(LEASES, name(a, b), repr(time.time()))
+                    self.working[name(a, b)] = True
                 if fault == "slow":          # alive: renews its lease for 2.5 leases, then answers
                     end = time.time() + 2.5 * self.lease
                     while time.time() < end and not self._stop.is_set():

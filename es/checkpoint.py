@@ -1,6 +1,7 @@
 """Checkpoints: one ``.npz`` with the parameters, the optimizer state and a JSON header.
 
-No pickle anywhere (``allow_pickle=False``): a checkpoint from a stranger cannot run code.
+No pickle anywhere (``allow_pickle=False``): a checkpoint from a stranger cannot run code, and
+what every array inflates to is checked (zip directory, ``.npy`` headers) before any is read.
 Writes are atomic (temporary file, fsync, rename), so a crash mid-write leaves the previous
 good checkpoint in place.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -36,14 +38,29 @@ def save_checkpoint(path, center: np.ndarray, meta: dict, optimizer_state: dict 
     os.replace(tmp, path)
 
 
-def load_checkpoint(path) -> tuple[np.ndarray, dict, dict]:
-    """``(center, meta, optimizer_state)``; any problem -> ``ESError`` naming the file."""
+def _check_sizes(path: Path, max_bytes: int) -> None:
+    with zipfile.ZipFile(path) as z:
+        if sum(i.file_size for i in z.infolist()) > max_bytes:
+            raise ESError(f"checkpoint {path} inflates to more than {max_bytes >> 20} MB")
+        for i in z.infolist():
+            with z.open(i) as f:
+                version = np.lib.format.read_magic(f)
+                read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                shape, _, dtype = read[version](f) if version in read else (None, None, None)
+            if shape is None or math.prod(shape) * dtype.itemsize > i.file_size:
+                raise ESError(f"checkpoint {path}: {i.filename} is not an array of the size it holds")
+
+
+def load_checkpoint(path, max_bytes: int = 1 << 30) -> tuple[np.ndarray, dict, dict]:
+    """``(center, meta, optimizer_state)``; any problem -> ``ESError`` naming the file. The
+    arrays may inflate to ``max_bytes`` in all."""
     path = Path(path)
     if path.is_dir():
         path = path / "checkpoint.npz"
     if not path.exists():
         raise ESError(f"checkpoint not found: {path}")
     try:
+        _check_sizes(path, max_bytes)
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:

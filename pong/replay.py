@@ -144,7 +144,7 @@ def load_run(run_dir, student_id: str, settings: StudentConfig | None = None):
     centers = _centers(run_dir / "centers.npy", POLICY.num_params)
     _read(run_dir / "checkpoint.npz", "the trained parameters")
     try:
-        center, meta, _ = load_checkpoint(run_dir / "checkpoint.npz")
+        center, meta, _ = load_checkpoint(run_dir / "checkpoint.npz", max_bytes=MAX_FILE_BYTES)
     except (ESError, zipfile.BadZipFile) as exc:
         raise RunRejected(str(exc)) from None
     if meta.get("generation") != len(fitness) or len(centers) != len(fitness) + 1:

@@ -7,8 +7,12 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
+
+from classroom.check import CheckFailed
+from classroom.grade import _grader_side, grade, student_of
 
 from es.checkpoint import load_checkpoint, save_checkpoint
 from es.play import mean_ci95
@@ -197,3 +201,41 @@ def test_a_run_folder_of_other_settings_is_not_mixed_into(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"seed": 1}))
     with pytest.raises(ValueError, match="holds a run with other settings"):
         train_until_beats_random("x", tmp_path, REFERENCE, progress=False)
+
+
+@pytest.mark.slow
+def test_the_grader_decides_identity_and_reads_its_own_copy_of_a_run_inside_the_submission(alice_run, tmp_path):
+    assert student_of(tmp_path / "submitted" / "carol" / "ps4" / "04_pong.ipynb") == "carol"
+    assert student_of(tmp_path / "dave" / "04_pong.ipynb") == "dave"
+    copy_run(alice_run, tmp_path / "dave" / "pong-run")
+    given = {"STUDENT_ID": "dave", "folder": tmp_path / "dave", "root": tmp_path / "dave", "private": tmp_path / "p"}
+    assert _grader_side("STUDENT_ID", "alice", given) == "dave"     # the notebook cannot claim to be alice
+    copied = Path(_grader_side("RUN_DIR", "pong-run", given))       # the grader reads its own copy of the run
+    assert copied.parent == tmp_path / "p" and sorted(p.name for p in copied.iterdir()) == [
+        "centers.npy", "checkpoint.npz", "config.json", "metrics.jsonl"]
+    assert (copied / "centers.npy").read_bytes() == (alice_run / "centers.npy").read_bytes()
+    with pytest.raises(CheckFailed, match="outside your submission folder"):
+        _grader_side("RUN_DIR", "../alice/pong-run", given)
+
+
+@pytest.mark.slow
+def test_graded_submission_replays_and_is_judged_on_unseen_games(alice_run, tmp_path):
+    """The whole path through the grader: alice's notebook and run verify (her 2-generation agent
+    does not beat random yet), with what was replayed and played in the result; the same files
+    submitted by bob earn nothing, and the message tells him why and what to do."""
+    nb = nbformat.read(str(ROOT / "solutions" / "04_pong.ipynb"), 4)
+    for who in ("alice", "bob"):
+        folder = tmp_path / who
+        folder.mkdir()
+        nbformat.write(nb, str(folder / "04_pong.ipynb"))
+        copy_run(alice_run, folder / "pong-run")
+    results = {who: grade(tmp_path / who / "04_pong.ipynb", only={"pong_agent"}) for who in ("alice", "bob")}
+    rows = {who: next(r for r in res["checks"] if r["name"] == "pong_agent") for who, res in results.items()}
+    msg = {who: r["message"] for who, r in rows.items()}
+    assert "your run replays, but its agent does not beat random yet" in msg["alice"], msg["alice"]
+    pong = rows["alice"]["pong"]
+    assert pong["replay"] == "replays" and pong["generations"] == GENERATIONS and pong["games"] == 20
+    assert pong["agent_ci"][0] <= pong["agent_mean"] <= pong["agent_ci"][1] and pong["beats_random"] is False
+    assert results["bob"]["total"] == 0 and results["bob"]["student"] == "bob", msg["bob"]
+    assert "graded as 'bob'" in msg["bob"] and "is not the seed of 'bob'" in msg["bob"], msg["bob"]
+    assert "--student" in msg["bob"] and "rename the submission folder" in msg["bob"], msg["bob"]

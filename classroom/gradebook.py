@@ -1,0 +1,306 @@
+"""A class: ``python -m classroom grade CLASS --csv gradebook.csv --feedback DIR``.
+
+**Who is who.** A folder that holds no notebook itself is a class: each folder in it is one
+student, whose identity is that folder's name, whatever is nested inside (``CLASS/alice/
+ps4/04_pong.ipynb`` is alice's). nbgrader's course folder works too: ``CLASS/submitted/<student>/
+<assignment>/``. A folder that holds notebooks is one student's (its name, or nbgrader's
+``submitted/<student>/``); a notebook named on its own is its folder's. ``--student ID`` names
+the student of a single submission instead. A notebook or a run file that is a symbolic link
+leading out of the student's folder is refused; linked folders are not followed.
+
+**What is graded.** Each student's notebooks, one per course notebook (the one named exactly
+like it, ``01_cartpole.ipynb``, when there are several; the others are listed in the
+feedback), each in its own isolated child (``classroom.grade.grade``), ``--jobs`` at a time,
+the longest first. All notebooks of a student use one input seed, printed in the feedback
+with the command that grades the student again on the same inputs.
+
+**What comes out.** One row per student (``student, M1, M2, M3, M4, total, max`` and
+``extras`` when they carry points: a bonus, not in ``total``), a second CSV with one row per
+student and check, a class summary (per milestone the mean and how many got full marks; per
+check how many passed), and a feedback file per student (``classroom.feedback``). Nothing
+gradable (a missing path, an empty folder, no notebook) is an error: exit status 2.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from es.errors import ESError
+
+from .check import CHECKS, checks_for
+from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table
+
+MILESTONES = tuple(MILESTONE_MAX)
+NOTEBOOKS = sorted({c[2] for c in CHECKS.values()})
+# seconds a notebook's grading takes, roughly, to start the longest first
+EXPECTED = {"04_pong": 200, "03_redis": 20, "01_cartpole": 12, "02_parallel": 12, "00_es_from_scratch": 7}
+
+
+def extras_points() -> int:
+    return sum(c[1] for c in CHECKS.values() if c[0] not in MILESTONES)
+
+
+@dataclass
+class Student:
+    """One student's submission: who (``name``, and ``how`` that was decided), the folder
+    (``root``), the notebooks to grade (course notebook -> path) and notes for the feedback."""
+    name: str
+    root: Path
+    how: str
+    notebooks: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    others: list = field(default_factory=list)      # files named on the command line that are not notebooks
+    seed: int = 0
+    results: list = field(default_factory=list)
+
+
+def _walk(root: Path, notes: list) -> list[Path]:
+    """Every ``*.ipynb`` under ``root``, linked folders not followed (and noted)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        keep = []
+        for d in sorted(dirnames):
+            if d in (".ipynb_checkpoints", "__pycache__") or d.startswith("."):
+                continue
+            if os.path.islink(os.path.join(dirpath, d)):
+                rel = Path(dirpath, d).relative_to(root.parent)
+                notes.append(f"{rel} is a symbolic link to a folder: not followed (submit the files themselves)")
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        out.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith(".ipynb"))
+    return out
+
+
+def _name_of(path: Path) -> str:
+    try:
+        if path.is_file() and path.stat().st_size < 100 << 20:
+            with open(path, "rb") as f:
+                nb = json.load(f)
+            return notebook_name(nb if isinstance(nb, dict) else {}, path)
+    except (OSError, ValueError, RecursionError):
+        pass
+    return notebook_name({}, path)
+
+
+def _student(name: str, root: Path, how: str, files: list[Path]) -> Student:
+    s = Student(name, root, how)
+    found: dict[str, list[Path]] = {}
+    for f in files:
+        course = _name_of(f)
+        if course:
+            found.setdefault(course, []).append(f)
+        else:
+            s.notes.append(f"{f.relative_to(root.parent)} is not one of the course notebooks: not graded")
+    for course, paths in sorted(found.items()):
+        exact = [p for p in paths if p.name == f"{course}.ipynb"]
+        pick = sorted(exact or paths, key=lambda p: (len(p.relative_to(root).parts), str(p)))[0]
+        s.notebooks[course] = pick
+        for p in paths:
+            if p != pick:
+                s.notes.append(f"{p.relative_to(root.parent)} not graded: {pick.relative_to(root.parent)} was "
+                               f"graded for {course} (one notebook per assignment, the one named {course}.ipynb)")
+    return s
+
+
+def collect(paths, student: str | None = None) -> list[Student]:
+    """The students found in ``paths`` (see the module's docstring); ESError when a path does
+    not exist or nothing gradable is found."""
+    students: list[Student] = []
+    for p in map(Path, paths):
+        p = Path(os.path.abspath(p))
+        if not os.path.lexists(p):
+            raise ESError(f"{p} does not exist: nothing graded (name a notebook, a student's folder or a class folder)")
+        if p.is_dir():          # a link named by the instructor is followed; links inside submissions are not
+            if student is not None:
+                students.append(_student(student, p, f"given with --student; the submission is {p.name}/", _walk(p, [])))
+                continue
+            direct = any(f.suffix == ".ipynb" for f in p.iterdir() if f.is_file())
+            if (p / "submitted").is_dir() and not direct:
+                p = p / "submitted"                      # nbgrader's course folder
+            one = None                                    # (student, their folder, how) for a single submission
+            if p.name != "submitted" and p.parent.name == "submitted":
+                one = (p.name, p, f"nbgrader's submitted/{p.name}/")
+            elif p.name != "submitted" and p.parent.parent.name == "submitted":
+                one = (p.parent.name, p.parent, f"nbgrader's submitted/{p.parent.name}/")
+            elif direct and p.name != "submitted":
+                one = (p.name, p, f"the name of the submission's folder, {p.name}/")
+            if one is not None:
+                notes: list = []
+                s = _student(one[0], one[1], one[2], _walk(p, notes))
+                s.notes[:0] = notes
+                students.append(s)
+                continue
+            for sub in sorted(q for q in p.iterdir() if not q.name.startswith(".") and q.is_dir()):
+                notes = []
+                s = _student(sub.name, sub, f"the name of your top-level folder in the class, {sub.name}/",
+                             _walk(sub, notes))
+                s.notes[:0] = notes
+                students.append(s)
+            continue
+        who = student or student_of(p)
+        how = ("given with --student" if student else f"nbgrader's submitted/{who}/" if who != p.parent.name
+               else f"the name of the folder holding the notebook, {who}/")
+        root = p.parent.parent if who != p.parent.name and p.parent.parent.name == who else p.parent
+        s = next((x for x in students if x.name == who and x.root == root), None) or Student(who, root, how)
+        if s not in students:
+            students.append(s)
+        if p.suffix == ".ipynb":
+            course = _name_of(p) or p.stem
+            if course in s.notebooks:
+                s.notes.append(f"{p.name} not graded: {s.notebooks[course].name} was graded for {course}")
+            else:
+                s.notebooks[course] = p
+        else:
+            s.others.append(p)
+    names = [s.name for s in students]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice and student is None:
+        raise ESError(f"two submissions would be graded as {', '.join(twice)}: grade them one at a time, with --student")
+    if not any(s.notebooks for s in students):
+        given = ", ".join(str(p) for p in paths)
+        raise ESError(f"nothing to grade in {given}: no notebook (.ipynb) found; name notebooks, a student's folder "
+                      "or a class folder (one folder per student)")
+    return students
+
+
+def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, log=print, csv_path=None,
+                feedback=None, jobs=None, submission_timeout=3600, seed=None, only=None, student=None,
+                feedback_format="md", support_path=None, checks_csv=None) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+    from .feedback import write_feedback
+    students = collect(paths, student)
+    if student is not None and len(students) > 1:
+        raise ESError(f"--student names one submission; {len(students)} were given")
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    for s in students:
+        s.seed = secrets.randbits(63) if seed is None else int(seed)
+    tasks = [(s, course, path) for s in students for course, path in s.notebooks.items()]
+    tasks.sort(key=lambda t: -EXPECTED.get(t[1], 10))
+    t0 = time.monotonic()
+
+    def one(task):
+        s, course, path = task
+        res = grade(path, cell_timeout, check_timeout, submission_timeout, s.seed, only, s.name, root=s.root,
+                    how=s.how, support_path=support_path)
+        res["course_notebook"] = course
+        return s, res
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:   # each notebook is its own child process
+        for s, res in pool.map(one, tasks):
+            s.results.append(res)
+            if as_json:
+                log(json.dumps(res))
+    wall = time.monotonic() - t0
+    for s in students:
+        order = {c: i for i, c in enumerate(NOTEBOOKS)}
+        s.results.sort(key=lambda r: order.get(r.get("course_notebook"), 99))
+        for p in s.others:
+            res = {"submission": str(p), "notebook": "", "student": s.name, "checks": [], "total": 0, "max": 0,
+                   "error": f"{p.name} is not a notebook (.ipynb): not graded"}
+            s.results.append(res)
+            if as_json:
+                log(json.dumps(res))
+    if not as_json:
+        for s in students:
+            for res in s.results:
+                log(table(res))
+    written = []
+    if feedback is not None:
+        for s in students:
+            written.append(write_feedback(s, feedback, feedback_format))
+    if csv_path is not None:
+        checks_csv = Path(checks_csv) if checks_csv else Path(csv_path).with_name(Path(csv_path).stem + "-checks.csv")
+        write_gradebook(students, csv_path)
+        write_checks(students, checks_csv)
+        written += [Path(csv_path), checks_csv]
+    if not as_json:
+        log(summary(students, wall, jobs))
+        if written:
+            log("wrote " + ", ".join(str(w) for w in written[-2:] if w.suffix == ".csv")
+                + (f" and {len(students)} feedback file(s) in {feedback}" if feedback is not None else ""))
+    return 0
+
+
+# ---------------------------------------------------------------- rows
+def student_rows(s: Student) -> list[dict]:
+    """Every check of the course for ``s``: graded, or 0 with why not."""
+    graded = {r["name"]: (res, r) for res in s.results for r in res.get("checks", [])}
+    rows = []
+    for name, (milestone, points, course, _) in CHECKS.items():
+        if name in graded:
+            res, r = graded[name]
+            rows.append({**r, "notebook": course, "submission": res["submission"], "input_seed": res.get("input_seed")})
+            continue
+        res = next((x for x in s.results if x.get("course_notebook") == course), None)
+        why = (f"{name}: not graded: {res['error']}" if res and res.get("error") else
+               f"{name}: no notebook {course}.ipynb found in {s.root.name}/")
+        rows.append({"name": name, "milestone": milestone, "points": 0, "max": points, "message": why,
+                     "notebook": course, "submission": res["submission"] if res else "", "input_seed": s.seed})
+    return rows
+
+
+def totals(s: Student) -> dict:
+    rows = student_rows(s)
+    got = {m: sum(r["points"] for r in rows if r["milestone"] == m) for m in MILESTONES}
+    out = {"student": s.name, **got, "total": sum(got.values()), "max": sum(MILESTONE_MAX.values())}
+    if extras_points():
+        out["extras"] = sum(r["points"] for r in rows if r["milestone"] not in MILESTONES)
+    return out
+
+
+def write_gradebook(students, path) -> None:
+    cols = ["student", *MILESTONES, "total", "max"] + (["extras"] if extras_points() else [])
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for s in students:
+            w.writerow(totals(s))
+
+
+def write_checks(students, path) -> None:
+    cols = ["student", "notebook", "milestone", "check", "points", "max", "message", "submission", "input_seed"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for s in students:
+            for r in student_rows(s):
+                w.writerow([s.name, r["notebook"], r["milestone"], r["name"], r["points"], r["max"], r["message"],
+                            r["submission"], r["input_seed"]])
+
+
+def summary(students, wall: float, jobs: int) -> str:
+    n = len(students)
+    book = [totals(s) for s in students]
+    rows = {s.name: student_rows(s) for s in students}
+    width = max([len("student")] + [len(s.name) for s in students])
+    extra = ["extras"] if extras_points() else []
+    head = f"{'student':<{width}}  " + "  ".join(f"{m:>4}" for m in MILESTONES) + "  total  max" + \
+        ("  extras" if extra else "")
+    lines = ["", head]
+    for b in book:
+        lines.append(f"{b['student']:<{width}}  " + "  ".join(f"{b[m]:>4}" for m in MILESTONES)
+                     + f"  {b['total']:>5}  {b['max']:>3}" + (f"  {b['extras']:>6}" if extra else ""))
+    maxes = {**MILESTONE_MAX, "total": sum(MILESTONE_MAX.values()), "extras": extras_points()}
+    lines += ["", f"{'milestone':<10} {'mean':>11}  full marks"]
+    for m in [*MILESTONES, "total", *extra]:
+        mean = sum(b[m] for b in book) / n
+        full = sum(b[m] == maxes[m] for b in book)
+        lines.append(f"{m:<10} {mean:>6.1f} / {maxes[m]:<2}  {full} of {n}")
+    lines += ["", f"{'check':<20} {'milestone':<9} passed"]
+    for name, (milestone, _, _, _) in CHECKS.items():
+        passed = sum(next(r for r in rows[s.name] if r["name"] == name)["points"] > 0 for s in students)
+        lines.append(f"{name:<20} {milestone:<9} {passed} of {n}")
+    graded = sum(len(s.notebooks) for s in students)
+    lines.append(f"\ngraded {n} student(s), {graded} notebook(s) in {wall:.0f} s ({wall / max(n, 1):.0f} s per "
+                 f"student, {jobs} at a time)")
+    isolation = {r.get("isolation") for s in students for r in s.results if r.get("isolation")}
+    if "none" in isolation:
+        why = next((r.get("isolation_note") for s in students for r in s.results if r.get("isolation_note")), "")
+        lines.append(f"warning: kernels ran without the sandbox ({why}): a notebook could reach the grader")
+    return "\n".join(lines)
