@@ -1,30 +1,7 @@
-"""Perturbations rebuilt from integers alone.
-
-Member ``i`` of generation ``g`` of run ``seed`` always gets the same noise vector, in any
-process on any machine, so workers only ever exchange seeds and scalar returns.
-
-How (and why this design):
-
-* Members come in antithetic pairs: member ``2k`` is ``+eps_k`` and member ``2k + 1`` is
-  ``-eps_k``. Without antithetic sampling member ``i`` is ``+eps_i``.
-* Pair noise is drawn in blocks of ``PAIRS_PER_BLOCK`` pairs. Block ``b`` of generation ``g``
-  is the ``(PAIRS_PER_BLOCK, dim)`` float32 matrix drawn by a fresh
-  ``np.random.Generator(PCG64(SeedSequence(seed, spawn_key=(NOISE, g, b))))``.
-  Any process can rebuild any block with no shared state.
-
-Measured on the 2-core machine (``benchmarks/noise.py``, same run): for a generation of 256
-members, one generator per pair costs 3.0 ms at CartPole's 10 parameters and 15 ms at Pong's
-3.5k, one generator per block of 16 pairs 0.36 ms and 7.6 ms (8x and 2x less; building a
-seeded generator is most of the per-pair cost). OpenAI's starter instead shares a 1 GB noise
-table that every host regenerates from seed 123 (minutes of start-up and 1 GB per host);
-blocks cost nothing up front and their memory is bounded by the block. A worker evaluating
-members ``[a, b)`` regenerates at most two blocks it does not fully use.
-
-The global ``np.random`` state is never touched.
-
-``scheme="table"`` (``--noise table``, ``es.noise_table``) takes each pair's noise from a
-shared table instead: the same interface, no drawing, for populations and networks where
-drawing would dominate (``benchmarks/scale.py``).
+"""Perturbations rebuilt from integers alone: member ``i`` of generation ``g`` of run ``seed``
+always gets the same noise vector in any process, so workers exchange only seeds and returns.
+Antithetic pairs ``(+eps_k, -eps_k)``, drawn 16 pairs a block by ``rng_for(seed, NOISE, g, b)``;
+why blocks, and the measurements: docs/design.md#noise-from-integers.
 """
 from __future__ import annotations
 

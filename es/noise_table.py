@@ -1,26 +1,7 @@
-"""Perturbations as slices of one shared table of Gaussian noise (``--noise table``).
-
-Rebuilding every member's noise from its seed (``es.noise``, the default) costs one Gaussian
-draw per parameter per antithetic pair, in every worker and again in the master's update:
-10.5 s per generation at population 16,384 x 100k parameters on one core, most of it drawing
-numbers. OpenAI's ES (Salimans et al. 2017) instead gives every host the same table of
-Gaussian noise and sends members as offsets into it. Here:
-
-* The table: ``TABLE_SIZE`` float32 draws (128 MiB), built on every host from integers alone:
-  chunk ``c`` of ``CHUNK`` values is drawn by ``rng_for(TABLE_SEED, TABLE, c)``. Chunks are
-  drawn in threads (NumPy releases the GIL while it draws), so the build takes about 0.3 s on
-  two cores, once per process, and its contents do not depend on the number of threads.
-* Pair ``k`` of generation ``g`` of run ``seed`` is the slice ``table[o : o + dim]`` with
-  ``o`` the ``k``-th 64-bit word of ``SeedSequence(seed, spawn_key=(OFFSETS, g))`` modulo
-  ``TABLE_SIZE - dim + 1``. Any worker finds any member's noise without shared state:
-  still "noise from integers alone".
-* The master's update ``sum_k w_k * table[o_k : o_k + dim]`` is one pass over memory with
-  no drawing: 0.3 s at 16,384 x 100k (``benchmarks/scale.py``). Its order of summation is
-  fixed, so the result is bit-identical for any number of workers.
-
-The cost: members are not independent draws. Two pairs whose offsets lie within ``dim`` of
-each other share values, shifted; a shifted copy of white noise is uncorrelated with the
-original, so the gradient estimate stays unbiased (OpenAI used 250M values for 1M+ parameters).
+"""Perturbations as slices of one shared table of Gaussian noise (``--noise table``), OpenAI's
+way: each pair is an offset into ``TABLE_SIZE`` float32 values built on every host from
+``rng_for(TABLE_SEED, TABLE, chunk)``; offsets from ``rng_for(seed, OFFSETS, g)``. Costs and
+the bias question: docs/design.md#the-shared-noise-table.
 """
 from __future__ import annotations
 

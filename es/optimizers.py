@@ -87,8 +87,6 @@ OPTIMIZERS = {"adam": Adam, "sgd": SGD}
 
 
 def make_optimizer(name: str, dim: int, learning_rate: float, momentum: float = 0.9, weight_decay: float = 0.0) -> Optimizer:
-    if name == "sgd":
-        return SGD(dim, learning_rate, momentum=momentum, weight_decay=weight_decay)
-    if name == "adam":
-        return Adam(dim, learning_rate, weight_decay=weight_decay)
-    raise ValueError(f"unknown optimizer {name!r}; choose one of {sorted(OPTIMIZERS)}")
+    if name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {name!r}; choose one of {sorted(OPTIMIZERS)}")
+    return OPTIMIZERS[name](dim, learning_rate, weight_decay=weight_decay, **({"momentum": momentum} if name == "sgd" else {}))

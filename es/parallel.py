@@ -1,27 +1,9 @@
 """Milestone 2: evaluate a generation in parallel with joblib, bit-identical to one process.
 
-Workers are persistent loky processes (no new processes per generation). Each generation is
-cut into a few chunks per worker, aligned to the noise blocks of ``es.noise``; arrays go
-through joblib's shared-memory memmaps (``max_nbytes=0``), so the center parameters are
-written once per generation whatever the number of chunks. A worker rebuilds the problem
-from its JSON spec once, rebuilds its members' perturbations from ``(seed, generation,
-member)``, and sends back only returns and episode lengths.
-
-Why every job builds its own generators from the seeds it is given, and why the classic
-``np.random.seed()`` at the top of a job is not enough (``tests/test_parallel.py`` shows both):
-
-* No reseeding at all: processes forked from the master inherit its global NumPy state, so
-  every worker draws *the same* "random" noise and the population collapses to copies.
-* ``np.random.seed(job_id)`` makes workers differ, but a member's noise then depends on which
-  job evaluated it and in what order: change the number of workers or chunks and the run
-  changes. It also shares one global stream with every other library in the process.
-* Here a member's noise is a pure function of ``(run seed, generation, member)``: any worker
-  count, chunking, or completion order gives the same trajectory, bit for bit.
-
-Dispatch has a cost (~10 ms per generation with warm workers). When a generation is too
-small to pay for it (CartPole: a whole generation is ~25 ms of sequential steps in one
-batched process), the evaluator measures both ways on the first generations, says once what
-it chose, and stays in-process if that is faster; it re-checks every ``recheck`` generations.
+Persistent loky workers, chunks aligned to the noise blocks, arrays through shared-memory
+memmaps; a member's noise is a pure function of ``(seed, generation, member)``, so any worker
+count gives the same run. Why per-job reseeding is not enough, and when it stays in-process:
+docs/design.md#parallel-evaluation.
 """
 from __future__ import annotations
 

@@ -1,28 +1,8 @@
 """One registry: environments, problem kinds, policy types and commands, by name.
 
-The core registers its own (``es.envs``: CartPole, Acrobot, Pendulum, the ``env`` problem
-kind, the ``mlp`` policy) exactly as plug-ins register theirs, and never imports a plug-in
-by name:
-
-    # mypkg/plugin.py
-    from es import registry
-    def register():
-        registry.register_policy("my_policy", make_my_policy)
-        registry.register_problem("my_kind", from_spec=MyProblem.from_spec, validate_spec=check_my_spec)
-        registry.register_env("mine", make_problem=lambda config, one_thread: MyProblem(...), defaults={...})
-
-    # mypkg's pyproject.toml
-    [project.entry-points."es.plugins"]
-    mine = "mypkg.plugin:register"
-
-Plug-ins are found through the ``es.plugins`` entry points of installed packages (this
-checkout declares ``pong`` and ``classroom``) and ``$ES_PLUGINS`` (comma-separated
-``module:function``), loaded once, on first need. A problem kind's ``validate_spec`` is what a
-worker runs on a spec that came over the network before building anything: raise
-``ValueError`` with the reason. ``make_problem(config, one_thread)``: with ``one_thread`` the
-problem is built for one of several worker processes (a problem with threads of its own
-should then use one). An environment's ``defaults`` are ESConfig settings (``es.options``)
-that train it well.
+The core registers its own (``es.envs``) exactly as plug-ins register theirs (``es.plugins``
+entry points, ``$ES_PLUGINS``), and never imports a plug-in by name. How to write one:
+docs/design.md#plug-ins.
 """
 from __future__ import annotations
 

@@ -6,14 +6,7 @@
         returns = [f(p) for p in task.member_params(range(task.population))]
         strategy.tell(returns)                       # shaping, gradient, optimizer step
 
-The gradient estimate keeps the 1/sigma factor:
-
-    grad = 1 / (population * sigma) * sum_i w_i * eps_i
-
-which is the Monte-Carlo estimate of the gradient of E[F(theta + sigma eps)]. OpenAI's
-starter drops the 1/sigma (users reported it, evolution-strategies-starter issue #24); with
-Adam the missing constant is mostly absorbed, with SGD it silently rescales the step size
-whenever sigma changes.
+The gradient keeps the 1/sigma factor OpenAI's starter drops (docs/design.md#the-gradients-1sigma).
 """
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""CartPole-v1 for thousands of episodes at once.
-
-gymnasium's ``CartPoleVectorEnv`` steps many carts per call, but each call costs ~90 us on
-the 2-core machine whatever the batch (asserts, stacking, auto-resets), and a CartPole
-generation is up to 500 *sequential* steps. This module advances the same equations with
-the same constants (read from gymnasium's own ``CartPoleEnv``), in the same order of
-floating-point operations, so each trajectory is bit-identical to ``gymnasium.make(
-"CartPole-v1")`` with the same seed and actions (``tests/test_cartpole_batch.py`` checks it
-step by step). Episodes that have ended are dropped from the arrays once half are done.
+"""CartPole-v1 for thousands of episodes at once, bit-identical to ``gymnasium.make("CartPole-v1")``
+with the same seed and actions (same constants, same order of floating-point operations;
+tests/core check it step by step). Why not gymnasium's vector env: docs/design.md#batched-cartpole.
 """
 from __future__ import annotations
 
