@@ -5,7 +5,7 @@
 agent.npz is an es-course checkpoint without optimizer state (parameters + JSON header);
 agent.json records the command, seed, generation, wall time, env steps and the result of
 ``python -m es eval pong/agent.npz --episodes N --seed S`` (agent and random policy); the
-shipped agent's row in README.md is rewritten from it.
+shipped agent's row in docs/pong.md is rewritten from it.
 """
 import argparse
 import json
@@ -21,7 +21,7 @@ from es.play import evaluate_checkpoint  # noqa: E402
 from es.plots import plot_curve  # noqa: E402
 
 PONG = Path(__file__).resolve().parents[1] / "pong"
-README = PONG.parent / "README.md"
+README = PONG.parent / "docs" / "pong.md"
 
 
 def readme_row(info: dict) -> str:

@@ -460,9 +460,9 @@ def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
     assert not {(g, j, d) for g, j, _, d in c.ev.accepted} & set(lies), "a lie entered an update"
 
 
-def test_the_readme_shows_the_acl_lines_the_embedded_server_uses():
+def test_the_docs_show_the_acl_lines_the_embedded_server_uses():
     from pathlib import Path
     from es.distributed.server import acl_lines
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "distributed.md").read_text()
     for line in acl_lines("MASTER_PW", "WORKER_PW"):
         assert line in readme.splitlines(), line
