@@ -38,7 +38,7 @@ for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
 ip -n "$A" link set "$VA" up
 ip -n "$B" link set "$VB" up
 
-# The server as the README sets one up: ACL users es-master and es-worker, passwords in
+# The server as docs/distributed.md sets one up: ACL users es-master and es-worker, passwords in
 # files and environment variables, never on a command line.
 MASTER_PW=$("$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))")
 WORKER_PW=$("$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))")

@@ -112,8 +112,8 @@ check.adam_update(adam_update)
 # 5. z-score the returns, `(returns - returns.mean()) / (returns.std() + 1e-8)`, and step:
 #    `center = center + lr * noise.T @ z / (population * sigma)` (plain SGD, step 0.3).
 #
-# Population 256, sigma 0.2 and z-scored returns work well here (the README's design notes say
-# why z-scores beat ranks on CartPole); Adam works too, more slowly. Each notebook runs on its
+# Population 256, sigma 0.2 and z-scored returns work well here (docs/design.md says why
+# z-scores beat ranks on CartPole); Adam works too, more slowly. Each notebook runs on its
 # own: `centered_ranks` and `es_gradient` from notebook 00 are not defined here; the gradient
 # is the one line above. Return the final center as float32.
 #

@@ -187,7 +187,7 @@ check.es_step(es_step)
 # to pass a point): at first every member loses 21:0, and the one that kept the ball in play
 # longest is the one to follow.
 #
-# **The rule (the same here, in the grader and in the README):** 20 full games of `ALE/Pong-v5`
+# **The rule (the same here, in the grader and in docs/pong.md):** 20 full games of `ALE/Pong-v5`
 # with your agent and 20 with a uniformly random player on the same seeds; your agent beats
 # random when its 95% t-interval lies entirely above the random player's (about -20.3, its
 # interval about +- 0.4). Training applies it every 5 generations once the population's games

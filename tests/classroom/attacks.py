@@ -437,14 +437,14 @@ def needs_sandbox(fn):
 def make_reference_run(tmp_path_factory) -> Path:
     """A run trained for the identifier "reference" on the course's configuration (one
     generation of whole games, ~25 s), made once per test session: it replays, and its agent
-    does not beat random. (``solutions/pong-run`` was trained under Pong's old dynamics and
-    does not replay until it is retrained; tests that need a replaying run use this one.)"""
-    import numpy as np
-    from pong.student import student_config, student_problem, train_until_beats_random
+    does not beat random. (Quicker than ``solutions/pong-run``, and independent of it.)"""
+    from dataclasses import replace
+    from pong.replay import REFERENCE
+    from pong.student import student_config, train_until_beats_random
     run_dir = tmp_path_factory.getbasetemp() / "reference-run" / "pong-run"
     if not (run_dir / "checkpoint.npz").exists():
-        config = student_config("reference", generations=1)
-        head = lambda W, b, f: (np.einsum("pf,pfa->pa", f, W) + b).argmax(axis=1)   # noqa: E731
-        verdict, _, generations = train_until_beats_random(config, run_dir, student_problem(config, head))
+        config = replace(student_config("reference"), generations=1)
+        verdict, _, generations = train_until_beats_random("reference", run_dir, REFERENCE, config=config,
+                                                           progress=False)
         assert generations == 1 and verdict is None
     return run_dir
