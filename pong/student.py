@@ -177,6 +177,7 @@ class Verdict:
 
 
 _RANDOM_CACHE: dict = {}
+CONFIRM_SEEDS = 500_000       # confirmation games: never the notebook's 0..19, never the grader's 1,000,000..
 
 
 def beats_random(code: StudentCode, params, first_seed: int = 0, games: int = GAMES, n_jobs: int = 2) -> Verdict:
@@ -290,7 +291,8 @@ def read_metrics(run_dir) -> list[dict]:
 
 def train_until_beats_random(student_id: str, run_dir, code: StudentCode, *, budget_minutes: float | None = None,
                              first_seed: int = 0, progress: bool = True, config: StudentConfig | None = None):
-    """Train (resuming ``run_dir``) until the agent beats random on seeds ``first_seed..``, for at
+    """Train (resuming ``run_dir``) until the agent beats random on seeds ``first_seed..`` and
+    again on 20 seeds it never saw (from ``CONFIRM_SEEDS``, new ones at each check), for at
     most ``config.generations`` generations or ``budget_minutes`` of training. The rule is
     applied every ``check_every`` generations once the population's games beat -20 on average.
     Returns ``(verdict or None, minutes of training, generations)``; evaluation is not training."""
@@ -316,8 +318,13 @@ def train_until_beats_random(student_id: str, run_dir, code: StudentCode, *, bud
                 verdict = beats_random(code, run.center, first_seed)
                 bar.write(f"generation {run.generation} ({run.train_seconds / 60:.1f} min of training): {verdict}")
                 if verdict.beats_random:
-                    passed.write_text(json.dumps({"generation": run.generation, **asdict(verdict)}) + "\n")
-                    break
+                    # Picked for passing on these 20 games, the agent was picked partly for its luck
+                    # on them; 20 games it never saw (as the grader's will be) must agree.
+                    confirm = beats_random(code, run.center, CONFIRM_SEEDS + GAMES * (run.generation // config.check_every))
+                    bar.write(f"  and on 20 games it never saw: {confirm}")
+                    if confirm.beats_random:
+                        passed.write_text(json.dumps({"generation": run.generation, **asdict(verdict)}) + "\n")
+                        break
                 verdict = None
     bar.close()
     return verdict, run.train_seconds / 60, run.generation

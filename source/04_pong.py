@@ -191,7 +191,11 @@ check.es_step(es_step)
 # with your agent and 20 with a uniformly random player on the same seeds; your agent beats
 # random when its 95% t-interval lies entirely above the random player's (about -20.3, its
 # interval about +- 0.4). Training applies it every 5 generations once the population's games
-# beat -20, and stops at the first agent that passes.
+# beat -20, and stops at the first agent that passes it twice: on seeds 0..19, then on 20 games
+# it has never seen (seeds from 500,000, new ones at each check). Why twice: the first of many
+# checkpoints to pass on seeds 0..19 was picked partly for its luck on those 20 games, and the
+# grader plays new ones (one of our test identifiers passed on 0..19 and failed the grader's
+# games before training asked for the second set).
 #
 # **Budget: BUDGET_TEXT**
 #
