@@ -176,6 +176,22 @@ def edited(path: Path) -> bool:
     return stamp != hashlib.sha256(without_outputs(text).encode()).hexdigest()[:16]
 
 
+def _outputs_kept(old: str, new: str) -> str | None:
+    """``new`` with the outputs and run record of the executed ``old``, when only text
+    (Markdown) cells differ: the code that produced the outputs is the same. Else None."""
+    import nbformat
+    a, b = nbformat.reads(old, as_version=4), nbformat.reads(new, as_version=4)
+    code_a = [c for c in a.cells if c.cell_type == "code"]
+    code_b = [c for c in b.cells if c.cell_type == "code"]
+    if [(c.source, c.metadata) for c in code_a] != [(c.source, c.metadata) for c in code_b]:
+        return None
+    for x, y in zip(code_a, code_b):
+        y.outputs, y.execution_count = x.outputs, x.execution_count
+    if "es_course_run" in a.metadata:
+        b.metadata["es_course_run"] = a.metadata["es_course_run"]
+    return render(b)
+
+
 def write_notebooks(files: dict[Path, str], force: bool = False, log=print) -> list[Path]:
     """Write each notebook unless that would lose someone's work: a notebook whose cells were
     edited since the build wrote it stays as it is (``force`` overwrites it). An executed
@@ -189,8 +205,14 @@ def write_notebooks(files: dict[Path, str], force: bool = False, log=print) -> l
             if edited(p) and not force:
                 kept.append(p)
                 continue
-            if '"output_type"' in p.read_text():
-                log(f"{p}: source changed, outputs dropped (python -m classroom notebooks --execute)")
+            old = p.read_text()
+            if '"output_type"' in old:
+                kept_outputs = _outputs_kept(old, text)
+                if kept_outputs is not None:
+                    text = kept_outputs
+                    log(f"{p}: text cells changed; its code and outputs are kept")
+                else:
+                    log(f"{p}: source changed, outputs dropped (python -m classroom notebooks --execute)")
         p.write_text(text)
     for p in kept:
         log(f"left alone: {p} (edited since it was built; --force overwrites it)")

@@ -49,6 +49,28 @@ def test_check_compares_sources_not_outputs(tmp_path):
     assert not build._same_source(tmp_path / "nb.ipynb", text)
 
 
+def test_a_text_only_change_keeps_an_executed_notebooks_outputs_a_code_change_drops_them(tmp_path):
+    path, text = next((p, t) for p, t in build.outputs().items() if p.parent == build.SOLUTION)
+    executed = nbformat.reads(text, as_version=4)
+    code = [c for c in executed.cells if c.cell_type == "code"][-1]
+    code.outputs, code.execution_count = [nbformat.v4.new_output("stream", text="a result\n")], 7
+    executed.metadata["es_course_run"] = {"mode": "full", "seconds": 1.0}
+    target = tmp_path / "nb.ipynb"
+    target.write_text(build.render(executed))
+    rebuilt = nbformat.reads(text, as_version=4)
+    [c for c in rebuilt.cells if c.cell_type == "markdown"][0].source += "\n\nA new sentence."
+    logged = []
+    build.write_notebooks({target: build._stamped(build.render(rebuilt))}, log=logged.append)
+    kept = nbformat.read(str(target), 4)
+    assert "A new sentence." in [c for c in kept.cells if c.cell_type == "markdown"][0].source
+    assert [c for c in kept.cells if c.cell_type == "code"][-1].outputs[0].text == "a result\n"
+    assert kept.metadata["es_course_run"]["mode"] == "full" and not build.edited(target), logged
+    [c for c in rebuilt.cells if c.cell_type == "code"][-1].source += "\nprint(1)"
+    build.write_notebooks({target: build._stamped(build.render(rebuilt))}, log=logged.append)
+    assert not any(c.get("outputs") for c in nbformat.read(str(target), 4).cells if c.cell_type == "code")
+    assert any("outputs dropped" in line for line in logged)
+
+
 def test_a_kernel_started_in_notebooks_imports_this_checkout():
     """Jupyter starts a notebook's kernel in the notebook's folder, where `es` is not on the path:
     it must come from `pip install -r requirements.txt` (an editable install of this checkout)."""
