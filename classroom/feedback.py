@@ -9,7 +9,7 @@ import html
 import re
 from pathlib import Path
 
-from .gradebook import MILESTONES, Student, extras_points, student_rows, totals
+from .records import MILESTONES, Student, extras_points, student_rows, totals
 
 
 def _pong(p: dict) -> list[str]:

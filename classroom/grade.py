@@ -696,15 +696,3 @@ def table(result: dict) -> str:
         lines.append(f"  {r['milestone']:<7} {r['name']:<20} {r['points']:>2} / {r['max']:<2}{status}")
     lines.append(f"  total {result['total']} / {result['max']}")
     return "\n".join(lines)
-
-
-def main(paths, as_json: bool = False, cell_timeout: int = 900, check_timeout: int = 600, log=print,
-         csv_path=None, feedback=None, jobs: int | None = None, submission_timeout: int = 3600,
-         seed: int | None = None, only=None, student: str | None = None, feedback_format: str = "md",
-         support_path=None) -> int:
-    """``python -m classroom grade``: see ``classroom.gradebook.grade_class``."""
-    from .gradebook import grade_class
-    return grade_class(paths, as_json=as_json, cell_timeout=cell_timeout, check_timeout=check_timeout, log=log,
-                       csv_path=csv_path, feedback=feedback, jobs=jobs, submission_timeout=submission_timeout,
-                       seed=seed, only=only, student=student, feedback_format=feedback_format,
-                       support_path=support_path)

@@ -27,36 +27,18 @@ import json
 import os
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from es.errors import ESError
 
-from .check import CHECKS, checks_for
+from .check import CHECKS
+from .feedback import write_feedback
 from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table
+from .records import MILESTONES, Student, extras_points, student_rows, totals
 
-MILESTONES = tuple(MILESTONE_MAX)
 NOTEBOOKS = sorted({c[2] for c in CHECKS.values()})
 # seconds a notebook's grading takes, roughly, to start the longest first
 EXPECTED = {"04_pong": 200, "03_redis": 20, "01_cartpole": 12, "02_parallel": 12, "00_es_from_scratch": 7}
-
-
-def extras_points() -> int:
-    return sum(c[1] for c in CHECKS.values() if c[0] not in MILESTONES)
-
-
-@dataclass
-class Student:
-    """One student's submission: who (``name``, and ``how`` that was decided), the folder
-    (``root``), the notebooks to grade (course notebook -> path) and notes for the feedback."""
-    name: str
-    root: Path
-    how: str
-    notebooks: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
-    others: list = field(default_factory=list)      # files named on the command line that are not notebooks
-    seed: int = 0
-    results: list = field(default_factory=list)
 
 
 def _walk(root: Path, notes: list) -> list[Path]:
@@ -173,7 +155,6 @@ def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, lo
                 feedback=None, jobs=None, submission_timeout=3600, seed=None, only=None, student=None,
                 feedback_format="md", support_path=None, checks_csv=None) -> int:
     from concurrent.futures import ThreadPoolExecutor
-    from .feedback import write_feedback
     students = collect(paths, student)
     if student is not None and len(students) > 1:
         raise ESError(f"--student names one submission; {len(students)} were given")
@@ -225,33 +206,6 @@ def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, lo
             log("wrote " + ", ".join(str(w) for w in written[-2:] if w.suffix == ".csv")
                 + (f" and {len(students)} feedback file(s) in {feedback}" if feedback is not None else ""))
     return 0
-
-
-# ---------------------------------------------------------------- rows
-def student_rows(s: Student) -> list[dict]:
-    """Every check of the course for ``s``: graded, or 0 with why not."""
-    graded = {r["name"]: (res, r) for res in s.results for r in res.get("checks", [])}
-    rows = []
-    for name, (milestone, points, course, _) in CHECKS.items():
-        if name in graded:
-            res, r = graded[name]
-            rows.append({**r, "notebook": course, "submission": res["submission"], "input_seed": res.get("input_seed")})
-            continue
-        res = next((x for x in s.results if x.get("course_notebook") == course), None)
-        why = (f"{name}: not graded: {res['error']}" if res and res.get("error") else
-               f"{name}: no notebook {course}.ipynb found in {s.root.name}/")
-        rows.append({"name": name, "milestone": milestone, "points": 0, "max": points, "message": why,
-                     "notebook": course, "submission": res["submission"] if res else "", "input_seed": s.seed})
-    return rows
-
-
-def totals(s: Student) -> dict:
-    rows = student_rows(s)
-    got = {m: sum(r["points"] for r in rows if r["milestone"] == m) for m in MILESTONES}
-    out = {"student": s.name, **got, "total": sum(got.values()), "max": sum(MILESTONE_MAX.values())}
-    if extras_points():
-        out["extras"] = sum(r["points"] for r in rows if r["milestone"] not in MILESTONES)
-    return out
 
 
 def write_gradebook(students, path) -> None:

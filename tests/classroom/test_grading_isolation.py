@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from classroom.grade import grade, main
+from classroom.grade import grade
+from classroom.gradebook import grade_class as main
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "00_es_from_scratch.ipynb"
