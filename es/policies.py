@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
+from .interfaces import Policy
 from .seeding import INIT, rng_for
 
 
@@ -28,7 +29,7 @@ def split_layers(params: np.ndarray, shapes) -> list[tuple[np.ndarray, np.ndarra
     return layers
 
 
-class MLPPolicy:
+class MLPPolicy(Policy):
     """Fully connected tanh network. Discrete actions: argmax of the logits. Continuous
     actions: tanh output scaled to ``[low, high]``.
 

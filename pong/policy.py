@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from es.seeding import INIT, rng_for
+from es.interfaces import Policy
 from es.policies import MLPPolicy, split_layers
+from es.seeding import INIT, rng_for
 
 BACKGROUND = np.load(Path(__file__).with_name("background.npy")).astype(np.float32)  # (42, 42)
 N_ACTIONS = 3
@@ -42,7 +43,7 @@ def _centered(obs: np.ndarray) -> np.ndarray:
     return x
 
 
-class PongDensePolicy:
+class PongDensePolicy(Policy):
     def __init__(self, band: int = 6, hidden=()):
         if 42 % band:
             raise ValueError(f"band must divide 42, got {band}")
@@ -88,7 +89,7 @@ def _patches(x: np.ndarray, k: int, stride: int) -> np.ndarray:
     return win.transpose(0, 1, 2, 4, 5, 3).reshape(r, h * w, -1)
 
 
-class PongConvPolicy:
+class PongConvPolicy(Policy):
     """conv 4x4/2 (4 -> c1) -> ReLU -> conv 4x4/2 (c1 -> c2) -> ReLU -> linear -> 3 logits."""
 
     def __init__(self, channels=(8, 16)):

@@ -84,3 +84,21 @@ def test_each_package_imports_only_the_layers_below_it():
     wrong = sorted(f"{a} -> {b}" for a, bs in module_graph().items() for b in bs
                    if b.split(".")[0] != a.split(".")[0] and b.split(".")[0] not in ALLOWED[a.split(".")[0]])
     assert wrong == []
+
+
+def test_policies_problems_and_evaluators_declare_their_role():
+    """Interfaces are declared (es.interfaces), not probed: each policy, problem and evaluator
+    class subclasses its role, and an instance passes the runtime check."""
+    from es.envs.problems import EnvProblem, FunctionProblem
+    from es.evaluators import LocalEvaluator
+    from es.interfaces import Evaluator, Policy, Problem
+    from es.parallel import ParallelEvaluator
+    from es.policies import MLPPolicy
+    from pong.policy import PongConvPolicy, PongDensePolicy
+    declared = {Policy: (MLPPolicy, PongDensePolicy, PongConvPolicy), Problem: (EnvProblem, FunctionProblem),
+                Evaluator: (LocalEvaluator, ParallelEvaluator)}
+    for role, classes in declared.items():
+        assert all(role in c.__mro__ for c in classes), role
+    problem = EnvProblem("CartPole-v1", [4], None)
+    assert isinstance(problem, Problem) and isinstance(problem.policy, Policy)
+    assert isinstance(LocalEvaluator(problem), Evaluator)
