@@ -62,6 +62,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--generations", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--chunks-per-worker", type=int, nargs="+", default=[None],
+                    help="heavy task: chunks per worker to compare (default: the problem's own)")
+    ap.add_argument("--skip-light", action="store_true")
     args = ap.parse_args()
     rows = []
 
@@ -72,11 +75,14 @@ def main():
                   "adaptive": ParallelEvaluator(cart, workers=2),
                   "forced": ParallelEvaluator(cart, workers=2, adaptive=False)}
     light = {k: [] for k in evaluators}
-    for _ in range(3):
+    for _ in range(0 if args.skip_light else 3):
         for name, ev in evaluators.items():
             light[name].append(seconds_per_generation(cart, ev, 256, 0.3, args.generations, warmup=2)[0])
-    base = float(np.median(light["in-process"]))
+    base = float(np.median(light["in-process"])) if light["in-process"] else None
     for name, ev in evaluators.items():
+        if base is None:
+            ev.close()
+            continue
         spg = float(np.median(light[name]))
         mode = name if name != "adaptive" else f"adaptive (chose {ev.mode})"
         rows.append({"task": "light", "workers": 1 if name == "in-process" else 2, "mode": mode,
@@ -86,27 +92,30 @@ def main():
     from joblib import Parallel, delayed
     from pong.problem import PongProblem
     spec = {"type": "pong_dense", "band": 6, "hidden": []}
-    heavy = {"bare_1": [], "bare_2": [], "es_1": [], "es_2": []}
+    splits = args.chunks_per_worker
+    heavy = {"bare_1": [], "bare_2": [], "es_1": [], **{("es_2", c): [] for c in splits}}
     with Parallel(n_jobs=2) as pool:
         pool(delayed(bare_steps_per_s)(0.5) for _ in range(2))          # workers up before timing
         for _ in range(args.rounds):
             heavy["bare_1"].append(bare_steps_per_s(10.0))
             heavy["bare_2"].append(sum(pool(delayed(bare_steps_per_s)(10.0) for _ in range(2))))
-            for workers in (1, 2):
+            for key in ["es_1", *[("es_2", c) for c in splits]]:
                 pong = PongProblem(spec, max_steps=1000)
-                ev = LocalEvaluator(pong) if workers == 1 else ParallelEvaluator(pong, workers=2, adaptive=False)
-                heavy[f"es_{workers}"].append(seconds_per_generation(pong, ev, 64, 0.05, args.generations)[1])
+                ev = LocalEvaluator(pong) if key == "es_1" else \
+                    ParallelEvaluator(pong, workers=2, adaptive=False, chunks_per_worker=key[1])
+                heavy[key].append(seconds_per_generation(pong, ev, 64, 0.05, args.generations)[1])
                 ev.close()
                 pong.close()
     med = {k: float(np.median(v)) for k, v in heavy.items()}
     ceiling = [b2 / b1 for b1, b2 in zip(heavy["bare_1"], heavy["bare_2"])]
-    speedup = [e2 / e1 for e1, e2 in zip(heavy["es_1"], heavy["es_2"])]
-    rows.append({"task": "heavy", "workers": 2, "mode": "forced", "bare_steps_per_s_1": med["bare_1"],
-                 "bare_steps_per_s_2": med["bare_2"], "es_steps_per_s_1": med["es_1"], "es_steps_per_s_2": med["es_2"],
-                 "bare_ceiling": float(np.median(ceiling)), "speedup": float(np.median(speedup)),
-                 "efficiency": float(np.median([s / c for s, c in zip(speedup, ceiling)])),
-                 "efficiency_range": [float(min(s / c for s, c in zip(speedup, ceiling))),
-                                      float(max(s / c for s, c in zip(speedup, ceiling)))]})
+    for c in splits:
+        speedup = [e2 / e1 for e1, e2 in zip(heavy["es_1"], heavy[("es_2", c)])]
+        eff = [s / b for s, b in zip(speedup, ceiling)]
+        rows.append({"task": "heavy", "workers": 2, "mode": "forced", "chunks_per_worker": c or PongProblem.chunks_per_worker,
+                     "bare_steps_per_s_1": med["bare_1"], "bare_steps_per_s_2": med["bare_2"],
+                     "es_steps_per_s_1": med["es_1"], "es_steps_per_s_2": med[("es_2", c)],
+                     "bare_ceiling": float(np.median(ceiling)), "speedup": float(np.median(speedup)),
+                     "efficiency": float(np.median(eff)), "efficiency_range": [float(min(eff)), float(max(eff))]})
     for row in rows:
         print(json.dumps({"benchmark": "parallel", **row}))
 
