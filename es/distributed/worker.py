@@ -10,6 +10,7 @@ wait until the master repairs it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import time
 from ..evaluators import evaluate_members
 from . import protocol as P
 from .connection import RedisLink, where
+from .server import die_with_parent
 
 ERROR_PAUSE = 1.0   # after reporting an error, let idle peers take the requeued chunk first
 
@@ -27,6 +29,8 @@ ERROR_PAUSE = 1.0   # after reporting an error, let idle peers take the requeued
 def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
                stop: threading.Event | None = None) -> int:
     from ..training import one_blas_thread
+    if os.environ.get("ES_PARENT_PID") == str(os.getppid()) and stop is None:
+        die_with_parent()   # started by an embedded master or by run_workers: never outlive it
     with one_blas_thread():
         return _run_worker(url, max_jobs, log, password, tamper, stop)
 
@@ -35,7 +39,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
     """``tamper(job, returns, lengths, center) -> (returns, lengths, center)`` turns this worker
     into a liar (for tests and the benchmark of the master's spot checks)."""
     import redis
-    log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    log = log or logging.getLogger(__name__).warning
     from ..envs import make_problem
     link = RedisLink(url, max_outage=None, log=log, password=password)
     r, call = link.client, link.call
@@ -164,7 +168,9 @@ def run_workers(url: str, processes: int, password: str | None = None) -> int:
         return run_worker(url, password=password)
     # SIGTERM must run the clean-up below, or the children outlive us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    env = {**os.environ, "ES_REDIS_URL": url}   # not on the command line, where ps shows it
+    if os.environ.get("ES_PARENT_PID") == str(os.getppid()):
+        die_with_parent()
+    env = {**os.environ, "ES_REDIS_URL": url, "ES_PARENT_PID": str(os.getpid())}   # URL: not on the command line
     if password:
         env["ES_REDIS_PASSWORD"] = password
     procs = [subprocess.Popen([sys.executable, "-m", "es", "worker", "--processes", "1"], env=env)
