@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import ESError
 from ..evaluators import GenerationResult, evaluate_members
+from ..interfaces import Evaluator
 from ..parallel import _problem, chunk_bounds   # _problem: the worker process's copy, built once per spec
 from . import protocol as P
 
@@ -51,8 +52,9 @@ def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> byt
                            (cr, cl) if with_center else None)
 
 
-class DaskEvaluator:
+class DaskEvaluator(Evaluator):
     name = "dask"
+    untrusted = False   # a private cluster (see Trust above)
 
     def __init__(self, problem, address: str = "local", workers: int | None = None, chunks: int | None = None,
                  log=None):

@@ -5,7 +5,7 @@ Nothing a single message (or a wrong-typed key) does can stop, stall or steer a 
 and errors must carry this run's id and the generation's nonce; keys of the wrong type are
 deleted and rebuilt; an altered task record is published again. A result whose header names
 a pending chunk but whose body is malformed, not finite, or over ``protocol.MAX_RETURN`` gets
-its sender banned and the chunk handed out again. An error report ends the run only when the
+its sender banned and the chunk evaluated by the master. An error report ends the run only when the
 master reproduces it.
 """
 from __future__ import annotations
@@ -106,10 +106,15 @@ class RedisEvaluator(Evaluator):
             res = P.decode_result(raw, *self._caps)
         except P.BadPayload as exc:
             self._drop(str(exc))
-            h = exc.header
-            if h and (h["run"], h["nonce"], h["generation"]) == (bd.run, bd.nonce, g) and h["first"] in bd.chunk_of:
-                self._ban(h["worker"], f"sent a malformed result ({exc})")
-            return False
+            h, chunk = exc.header, bd.chunk_of.get(exc.header["first"]) if exc.header else None
+            if not (chunk and (h["run"], h["nonce"], h["generation"], h["count"]) == (bd.run, bd.nonce, g,
+                                                                                      chunk[1] - chunk[0])):
+                return False
+            self._ban(h["worker"], f"sent a malformed result ({exc})")
+            if chunk[2] in self._done:
+                return False
+            self.log(f"redis: the master evaluates chunk {chunk[2]} itself")
+            return self._accept(self.verify.evaluate(chunk[0], chunk[1], chunk[2] == bd.center_chunk), *chunk)
         w = res["worker"]
         if res["run"] != bd.run or res["nonce"] != bd.nonce or res["generation"] != g:
             self._drop(f"stale result (run {res['run']}, generation {res['generation']}, nonce {res['nonce']}) "
@@ -124,13 +129,13 @@ class RedisEvaluator(Evaluator):
             self._drop(f"worker {w} evaluated an altered task record (digest {res['digest']}, the master's is "
                        f"{bd.digest})", "stale")
             return False
+        if res["kind"] == 0 and (jid == bd.center_chunk) != (res["center"] is not None):
+            self._drop(f"chunk {jid} {'lacks' if jid == bd.center_chunk else 'has'} a center return")
+            return False
         if jid in self._done:
             return False  # a duplicate from a requeued chunk: (generation, member) already in
         if res["kind"] == 1:
             return self._on_error(res, a, b, jid)
-        if (jid == bd.center_chunk) != (res["center"] is not None):
-            self._drop(f"chunk {jid} {'lacks' if jid == bd.center_chunk else 'has'} a center return")
-            return False
         if w in self.banned:
             self._drop(f"worker {w} is banned ({self.banned[w]}); the master evaluates chunk {jid}", "banned_results")
             return self._accept(self.verify.evaluate(a, b, jid == bd.center_chunk), a, b, jid)

@@ -74,9 +74,17 @@ def _pdeathsig(parent: int) -> None:
 
 
 def die_with_parent() -> None:
-    """End this process when its parent ends: PR_SET_PDEATHSIG on Linux, else a watchdog
-    thread polling the parent's pid."""
+    """A worker started by a master (``$ES_PARENT_PID``, set by ``EmbeddedRedis.start`` and
+    ``run_workers``) ends when that master ends: PR_SET_PDEATHSIG on Linux, else a watchdog
+    thread; at once if the master is already gone."""
+    want = os.environ.get("ES_PARENT_PID", "")
     parent = os.getppid()
+    if not want.isdigit() or parent != int(want):
+        try:
+            os.kill(int(want), 0) if want.isdigit() else None
+        except ProcessLookupError:
+            sys.exit(f"worker: the master that started it (pid {want}) is gone")
+        return   # started by someone else (a shell): lives on its own
     if sys.platform == "linux":
         return _pdeathsig(parent)
 

@@ -29,7 +29,7 @@ ERROR_PAUSE = 1.0   # after reporting an error, let idle peers take the requeued
 def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
                stop: threading.Event | None = None) -> int:
     from ..training import one_blas_thread
-    if os.environ.get("ES_PARENT_PID") == str(os.getppid()) and stop is None:
+    if stop is None:
         die_with_parent()   # started by an embedded master or by run_workers: never outlive it
     with one_blas_thread():
         return _run_worker(url, max_jobs, log, password, tamper, stop)
@@ -168,8 +168,7 @@ def run_workers(url: str, processes: int, password: str | None = None) -> int:
         return run_worker(url, password=password)
     # SIGTERM must run the clean-up below, or the children outlive us.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    if os.environ.get("ES_PARENT_PID") == str(os.getppid()):
-        die_with_parent()
+    die_with_parent()
     env = {**os.environ, "ES_REDIS_URL": url, "ES_PARENT_PID": str(os.getpid())}   # URL: not on the command line
     if password:
         env["ES_REDIS_PASSWORD"] = password
