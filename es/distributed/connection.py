@@ -1,9 +1,6 @@
-"""Connecting to Redis: secrets kept out of sight, one clear line for each set-up mistake,
-backoff for a lost connection.
-
-The password comes from ``--redis-password-file FILE``, else ``$ES_REDIS_PASSWORD``, else the
-URL (which is visible in ``ps`` when typed on a command line). No message ever shows it: a URL
-is only ever printed as ``user@host:port/db``.
+"""Connecting to Redis: one clear line per set-up mistake, backoff for a lost connection. The
+password comes from ``--redis-password-file``, else ``$ES_REDIS_PASSWORD``, else the URL (seen
+in ``ps``); no message shows it: URLs are printed as ``user@host:port/db``.
 """
 from __future__ import annotations
 
@@ -33,10 +30,9 @@ def read_password(password_file=None) -> str | None:
             text = Path(password_file).read_text()
         except OSError as exc:
             raise ESError(f"cannot read --redis-password-file {password_file}: {exc.strerror or exc}") from None
-        lines = text.splitlines()
-        if not lines or not lines[0].strip():
+        if not (first := (text.splitlines() or [""])[0].strip()):
             raise ESError(f"--redis-password-file {password_file} is empty")
-        return lines[0].strip()
+        return first
     return os.environ.get("ES_REDIS_PASSWORD") or None
 
 

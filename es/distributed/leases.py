@@ -1,10 +1,7 @@
-"""The jobs of one generation on Redis, and the leases that say who is working on them.
-
-A chunk is queued again when its lease goes silent for ``lease_seconds``, and in any case
-``deadline`` seconds after it was queued (a heartbeat cannot hold a chunk forever; one stamped
-in the future counts as none, so does a malformed one, which is logged). A task record that
-was altered or lost is published again under a new nonce: workers that cached the old record
-read it afresh, and their results for the old one are stale.
+"""One generation's jobs on Redis and the leases on them. A chunk is queued again when its
+lease is silent for ``lease_seconds``, and ``deadline`` seconds after it was queued whatever
+its heartbeats (one from the future, or malformed, counts as none). An altered or lost task
+record is published again under a new nonce (results for the old one are stale).
 """
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ def chunks_to_requeue(queued_at: dict, in_queue: set, leases: dict, now: float, 
 
 
 class Board:
-    """One generation's task record, jobs and leases: ``open`` publishes it; ``requeue``,
-    ``requeue_expired`` and ``republish`` hand chunks out again."""
+    """``open`` publishes a generation; ``requeue``, ``requeue_expired``, ``republish`` hand chunks out again."""
 
     def __init__(self, link, run: str, spec: dict, lease_seconds: float, log):
         self.link, self.run, self.spec, self.lease_seconds, self.log = link, run, spec, lease_seconds, log
@@ -122,12 +118,8 @@ class Board:
         due = chunks_to_requeue({j: self.queued_at[j] for j in pending}, in_queue,
                                 {j: t for j, (t, _) in leases.items()}, now, self.lease_seconds, deadline)
         for jid in (j for j in pending if j in due):
-            t, holder = leases.get(jid, (None, None))
-            if t is not None and now - t < self.lease_seconds:
-                why = f"past its {deadline:.0f} s deadline though worker {holder} still sends heartbeats"
-            elif t is not None:
-                why = f"worker {holder} silent for {now - t:.1f} s"
-            else:
-                why = "no worker holds a lease on it"
-            self.requeue(jid, why)
+            t, holder = leases.get(jid, (-np.inf, None))
+            self.requeue(jid, "no worker holds a lease on it" if holder is None else
+                         f"worker {holder} silent for {now - t:.1f} s" if now - t >= self.lease_seconds else
+                         f"past its {deadline:.0f} s deadline though worker {holder} still sends heartbeats")
         return len(due)

@@ -1,15 +1,13 @@
-"""The master side: hand out one generation as leased chunk jobs (``leases``) and gather the
-results, each checked (``protocol``) and trusted only as far as ``verify`` allows.
-
-Nothing a single message (or a wrong-typed key) does can stop, stall or steer a run: results
-and errors must carry this run's id and the generation's nonce; keys of the wrong type are
-deleted and rebuilt; an altered task record is published again. A result whose header names
-a pending chunk but whose body is malformed, not finite, or over ``protocol.MAX_RETURN`` gets
-its sender banned and the chunk evaluated by the master. An error report ends the run only when the
-master reproduces it.
+"""The master: hand out a generation as leased chunk jobs (``leases``) and gather the results,
+each checked (``protocol``) and trusted only as far as ``verify`` allows. Nothing a message or
+a wrong-typed key does can stop, stall or steer a run: results must carry this run's id and
+the generation's nonce; a malformed one for a pending chunk (not finite, over
+``protocol.MAX_RETURN``, ...) bans its sender and the master evaluates the chunk; an error
+report ends the run only if the master reproduces it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import secrets
@@ -46,25 +44,20 @@ class RedisEvaluator(Evaluator):
         self.episode_cap = getattr(problem, "episode_cap", None)
         self.log = log or logging.getLogger(__name__).warning
         self.link = RedisLink(url, max_outage=max_outage, log=self.log, password=password)
-        self.board = Board(self.link, secrets.token_hex(8), spec, float(lease_seconds), self.log)
+        self.run = secrets.token_hex(8)              # new for every master process
+        self.board = Board(self.link, self.run, spec, float(lease_seconds), self.log)
         self.verify = Verifier(problem, spot_checks, probation, self.log)
         self.banned = self.verify.banned             # worker id -> reason
         self.counts = dict.fromkeys(COUNTS, 0)       # per generation
         self.accepted: list = []     # (generation, chunk id, worker, returns digest) of every result used
         self._slowest = 0.0                          # seconds from queueing to result, slowest chunk so far
 
-    @property
-    def run(self) -> str:
-        return self.board.run
-
     def _drop(self, msg, kind="dropped"):
         self.counts[kind] += 1
         self.log(f"redis: dropped a result: {msg}")
 
     def _deadline(self) -> float:
-        if self.chunk_deadline is not None:
-            return self.chunk_deadline
-        return max(60.0, 5 * self._slowest, 4 * self.board.lease_seconds)
+        return self.chunk_deadline or max(60.0, 5 * self._slowest, 4 * self.board.lease_seconds)
 
     # ---- one generation ----
     def evaluate(self, task, seeds, center_seeds) -> GenerationResult:
@@ -91,7 +84,7 @@ class RedisEvaluator(Evaluator):
                 self.log(f"redis: generation {g}: {len(bd.chunk_of) - len(self._done)} of {len(bd.chunk_of)} chunks "
                          "pending; start workers with: python -m es worker --redis URL")
         info = {"workers": len(set(self._done.values()) - {"master"}), **self._info,
-                "spot_checked": len(self.verify.checks()), "spot_check_seconds": self.verify._replay.seconds,
+                "spot_checked": len(self.verify.checks()), "spot_check_seconds": self.verify.spot_seconds,
                 "master_seconds": self.verify.seconds, "banned": len(self.banned), **self.counts,
                 "repaired": self.counts["repaired"] + self.link.repairs}
         self.counts, self.link.repairs = dict.fromkeys(COUNTS, 0), 0
@@ -203,7 +196,5 @@ class RedisEvaluator(Evaluator):
         return self.verify.verify_center(self._task, center_seeds, reported, self._center_reporter)
 
     def close(self):
-        try:
+        with contextlib.suppress(Exception):
             self.link.client.close()
-        except Exception:
-            pass

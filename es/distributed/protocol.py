@@ -49,36 +49,23 @@ class BadPayload(ValueError):
     header: dict | None = None
 
 
-def _number(text: str) -> float:
-    if len(text) > 32:
-        raise BadPayload(f"number of {len(text)} digits")
-    out = float(text)
-    if not (math.isfinite(out) and abs(out) <= 1e18):
-        raise BadPayload(f"number {text!r} is out of range")
-    return out
-
-
-def _integer(text: str) -> int:
-    if len(text) > 20:
-        raise BadPayload(f"integer of {len(text)} digits")
-    return int(text)
-
-
-def _constant(text: str):
-    raise BadPayload(f"{text} is not a number")
+def _number(text: str):
+    """A JSON number from the network: at most 32 characters, within 1e20 (no NaN, no infinity)."""
+    if len(text) > 32 or not abs(out := float(text)) <= 1e20:
+        raise BadPayload(f"number {text[:40]!r} is out of range")
+    return int(text) if text.lstrip("-").isdigit() else out
 
 
 def loads(raw, limit: int, depth: int = 1):
     """JSON from the network: at most ``limit`` bytes and ``depth`` brackets (counted before
-    parsing, so deep nesting never reaches the parser), integers of at most 20 digits, other
-    numbers finite floats within 1e18, no NaN/Infinity. Anything else is ``BadPayload``."""
+    parsing: deep nesting never reaches the parser), numbers as ``_number``, else ``BadPayload``."""
     if not isinstance(raw, (bytes, bytearray, str)) or len(raw) > limit:
         raise BadPayload(f"JSON of {len(raw) if hasattr(raw, '__len__') else '?'} bytes exceeds {limit}")
     try:
         text = raw.decode() if isinstance(raw, (bytes, bytearray)) else raw
         if text.count("[") + text.count("{") > depth:
             raise BadPayload(f"JSON nested deeper than {depth}: {text[:40]!r}")
-        return json.loads(text, parse_int=_integer, parse_float=_number, parse_constant=_constant)
+        return json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_number)
     except BadPayload:
         raise
     except (ValueError, RecursionError) as exc:   # UnicodeDecodeError, JSONDecodeError are ValueErrors
@@ -98,20 +85,9 @@ def _text(v) -> str:
     return v.decode(errors="replace") if isinstance(v, (bytes, bytearray)) else str(v)
 
 
-def _int(value, name: str, lo: int, hi: int) -> int:
+def _num(value, name: str, lo, hi, kind=int):
     try:
-        text = _text(value)
-        out = int(text)
-    except (TypeError, ValueError):
-        raise BadPayload(f"{name} is not an integer: {_text(value)[:40]!r}") from None
-    if not lo <= out <= hi:
-        raise BadPayload(f"{name} {out} is outside [{lo}, {hi}]")
-    return out
-
-
-def _float(value, name: str, lo: float, hi: float) -> float:
-    try:
-        out = float(_text(value))
+        out = kind(_text(value))
     except (TypeError, ValueError):
         raise BadPayload(f"{name} is not a number: {_text(value)[:40]!r}") from None
     if not (math.isfinite(out) and lo <= out <= hi):
@@ -165,22 +141,20 @@ def _seed_list(value, name: str) -> list[int]:
 
 
 def decode_task(record: dict):
-    """``(GenerationTask, problem_spec, seeds, center_seeds, meta)`` or ``BadPayload``; ``meta``
-    holds ``run``, ``nonce``, ``digest``, ``max_length`` and ``lease_seconds``. Every field is checked:
-    the problem spec against the allow-list of ``validate_spec``, sizes against bounds."""
+    """``(GenerationTask, problem_spec, seeds, center_seeds, meta)``, every field checked
+    (``meta``: ``run``, ``nonce``, ``digest``, ``max_length``, ``lease_seconds``)."""
     from ..strategy import GenerationTask
     rec = {_text(k): v for k, v in record.items()}
-    need = {"run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "center", "shape", "dtype",
-            "sha256", "problem", "seeds", "center_seeds", "max_length", "lease_seconds"}
+    need = {*DIGEST_FIELDS, "center", "lease_seconds"}
     if not need <= set(rec):
         raise BadPayload(f"task record lacks {sorted(need - set(rec))}")
     meta = {"run": _hex8(rec["run"], "run"), "nonce": _hex8(rec["nonce"], "nonce"), "digest": task_digest(rec),
-            "max_length": _int(rec["max_length"], "max_length", 0, 2 ** 32 - 1),
-            "lease_seconds": _float(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0)}
-    generation = _int(rec["generation"], "generation", 0, 2 ** 32 - 1)
-    population = _int(rec["population"], "population", 2, MAX_POPULATION)
-    seed = _int(rec["seed"], "seed", 0, 2 ** 63 - 1)
-    sigma = _float(rec["sigma"], "sigma", 1e-12, 1e6)
+            "max_length": _num(rec["max_length"], "max_length", 0, 2 ** 32 - 1),
+            "lease_seconds": _num(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0, float)}
+    generation = _num(rec["generation"], "generation", 0, 2 ** 32 - 1)
+    population = _num(rec["population"], "population", 2, MAX_POPULATION)
+    seed = _num(rec["seed"], "seed", 0, 2 ** 63 - 1)
+    sigma = _num(rec["sigma"], "sigma", 1e-12, 1e6, float)
     if _text(rec["antithetic"]) not in ("0", "1"):
         raise BadPayload("antithetic must be 0 or 1")
     if _text(rec["noise"]) not in ("seeds", "table"):
@@ -217,21 +191,11 @@ def layer_sizes_ok(hidden) -> bool:
 
 
 def validate_spec(spec) -> None:
-    """Allow-list for problem specs from the network: an ``env`` problem must name one of the
-    known environments or a registered gymnasium id (never ``module:Env``, which would make
-    gymnasium import a module); layer sizes and episode caps are bounded. Any other kind must
-    be a plug-in's (``es.registry``), whose ``validate_spec`` bounds its own settings."""
+    """Allow-list for problem specs from the network: a known environment or registered gymnasium
+    id (never ``module:Env``, an import), bounded sizes; or a plug-in's kind, checked by it."""
     if not isinstance(spec, dict):
         raise BadPayload("problem spec must be a JSON object")
-    kind = spec.get("kind")
-
-    def bounded_int(name, lo, hi, default=None, allow_none=False):
-        v = spec.get(name, default)
-        if v is None and allow_none:
-            return
-        if not int_in(v, lo, hi):
-            raise BadPayload(f"problem spec: {name} must be an integer in [{lo}, {hi}], got {v!r:.40}")
-
+    kind, steps = spec.get("kind"), spec.get("max_steps")
     if kind == "env":
         env_id = spec.get("env_id")
         from ..envs import allowed_env_id
@@ -240,7 +204,8 @@ def validate_spec(spec) -> None:
                              "gymnasium id (module:Env imports are never allowed)")
         if not layer_sizes_ok(spec.get("hidden", [])):
             raise BadPayload(f"problem spec: hidden must be at most {MAX_LAYERS} sizes in [1, {MAX_HIDDEN}]")
-        bounded_int("max_steps", 1, MAX_STEPS, allow_none=True)
+        if steps is not None and not int_in(steps, 1, MAX_STEPS):
+            raise BadPayload(f"problem spec: max_steps must be an integer in [1, {MAX_STEPS}], got {steps!r:.40}")
     else:
         from .. import registry
         plugin = registry.problem_kind(kind)
@@ -260,11 +225,8 @@ def encode_job(run: str, nonce: str, generation: int, first: int, end: int, cent
 
 def decode_job(raw) -> dict:
     job = loads(raw, 256)
-    ok = (isinstance(job, dict) and all(isinstance(job.get(k), int) and not isinstance(job.get(k), bool)
-                                        for k in "gabc")
-          and isinstance(job.get("r"), str) and isinstance(job.get("n"), str)
-          and 0 <= job["a"] < job["b"] <= MAX_POPULATION and job["c"] in (0, 1))
-    if not ok:
+    if not (isinstance(job, dict) and all(int_in(job.get(k), 0, 2 ** 32) for k in "gabc") and job["a"] < job["b"]
+            <= MAX_POPULATION and job["c"] in (0, 1) and isinstance(job.get("r"), str) and isinstance(job.get("n"), str)):
         raise BadPayload(f"malformed job {_text(raw)[:60]!r}")
     return job
 

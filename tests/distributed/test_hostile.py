@@ -7,6 +7,7 @@ seed, with each event logged. The master and honest workers run in this process 
 so that a run takes a second or two.
 """
 import hashlib
+import itertools
 import json
 import sys
 import threading
@@ -528,14 +529,19 @@ def test_nasty_leases_are_dropped_and_logged(server):
     one of 100,000 nested brackets too (RecursionError). They are written on every chunk of
     every generation, over and over, while the run goes on."""
     cfg = small()
-    c = Cluster(server, cfg)
+    c = Cluster(server, cfg, start_workers=False)
     quit_ = threading.Event()
 
     def attack(rec):
-        while not quit_.is_set():
+        started = time.time()
+        for i in itertools.count():
+            if quit_.is_set():
+                return
             rec = c.task(0)
-            for jid in _pending_chunk_ids(rec, cfg.population):
-                c.rogue.hset(P.LEASES, jid, NASTY_LEASES[hash(jid + str(time.time())) % len(NASTY_LEASES)])
+            for j, jid in enumerate(_pending_chunk_ids(rec, cfg.population)):
+                c.rogue.hset(P.LEASES, jid, NASTY_LEASES[(i + j) % len(NASTY_LEASES)])
+            if not c.threads and time.time() - started > 0.6:   # the master has read them a few times
+                c.start_workers()
             time.sleep(0.02)
     t = c.during(0, attack)
     try:
