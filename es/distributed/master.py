@@ -100,8 +100,8 @@ class RedisEvaluator(Evaluator):
         except P.BadPayload as exc:
             self._drop(str(exc))
             h, chunk = exc.header, bd.chunk_of.get(exc.header["first"]) if exc.header else None
-            if not (chunk and (h["run"], h["nonce"], h["generation"], h["count"]) == (bd.run, bd.nonce, g,
-                                                                                      chunk[1] - chunk[0])):
+            if not (chunk and (h["run"], h["nonce"], h["digest"], h["generation"], h["count"]) ==
+                    (bd.run, bd.nonce, bd.digest, g, chunk[1] - chunk[0])):
                 return False
             self._ban(h["worker"], f"sent a malformed result ({exc})")
             if chunk[2] in self._done:
