@@ -174,9 +174,8 @@ class RedisEvaluator(Evaluator):
         self._info["discarded"] += len(lost)
 
     def _on_error(self, res, a, b, jid) -> bool:
-        """An error report: the task record was altered (publish it again), or the master
-        evaluates the chunk itself. If that fails too, the run ends with both messages; if it
-        succeeds, the report was false: the reporter is banned and the master's values used."""
+        """An error report: publish an altered task record again, or evaluate the chunk here: the run
+        ends if that fails too; else the report was false, the reporter banned, the values the master's."""
         self.counts["errors"] += 1
         bd, w, msg = self.board, res["worker"], res["message"]
         self.log(f"redis: worker {w} reported an error: {msg[:200]} (chunk {jid})")

