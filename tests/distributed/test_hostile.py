@@ -22,6 +22,7 @@ from es.distributed import protocol as P
 from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
 from es.distributed.worker import run_worker
+from es.evaluators import evaluate_members
 from es.parallel import EvaluationError, chunk_bounds
 from es.training import make_problem_for
 
@@ -567,10 +568,12 @@ def test_huge_returns_from_fresh_ids_never_reach_the_center(server, values):
     cfg = small(generations=2)
     c = Cluster(server, cfg, start_workers=False)
     ids = [bytes([0xA0 + i]) * 8 for i in range(3)]
+    own = make_problem_for(cfg)   # the attacker's: every other member's return is the true one
 
     def attack(rec):
+        task, _, seeds, _, _ = P.decode_task(rec)
         for w, (a, b) in zip(ids, chunk_bounds(cfg.population, CHUNKS)):
-            returns = np.zeros(b - a)
+            returns = evaluate_members(own, task, range(a, b), seeds)[0]
             returns[:len(values)] = values
             c.rogue.rpush(P.RESULTS, _result(rec, w, a, returns))
         time.sleep(0.3)
