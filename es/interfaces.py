@@ -52,7 +52,7 @@ class Evaluator(Protocol):
     joblib workers, Redis workers, a Dask cluster). ``untrusted``: returns came over a network,
     so ``train`` asks ``verify_center`` before a goal stops the run."""
     name: str
-    untrusted = False
+    untrusted: bool = False   # every evaluator declares it (subclassing gives the default)
 
     def evaluate(self, task, seeds, center_seeds):
         """``task``: an ``es.strategy.GenerationTask``; returns an ``es.evaluators.GenerationResult``."""

@@ -157,7 +157,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             seeds = seeding.episode_seeds(config.seed, g, n_seeds)
             res = evaluator.evaluate(task, seeds[:config.episodes_per_member], seeds[:config.center_episodes])
             hit = config.reward_goal is not None and res.center_return >= config.reward_goal
-            if hit and getattr(evaluator, "untrusted", False):
+            if hit and evaluator.untrusted:
                 # A return reported over the network stops the run only if this process agrees.
                 res.center_return = evaluator.verify_center(seeds[:config.center_episodes], res.center_return)
                 hit = res.center_return >= config.reward_goal

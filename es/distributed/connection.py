@@ -1,14 +1,11 @@
-"""Connecting to Redis: secrets kept out of sight, one clear line for each set-up mistake,
-backoff for a lost connection.
-
-The password comes from ``--redis-password-file FILE``, else ``$ES_REDIS_PASSWORD``, else the
-URL (which is visible in ``ps`` when typed on a command line). No message ever shows it: a URL
-is only ever printed as ``user@host:port/db``.
+"""Connecting to Redis: one clear line per set-up mistake, backoff for a lost connection. The
+password comes from ``--redis-password-file``, else ``$ES_REDIS_PASSWORD``, else the URL (seen
+in ``ps``); no message shows it: URLs are printed as ``user@host:port/db``.
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -33,10 +30,9 @@ def read_password(password_file=None) -> str | None:
             text = Path(password_file).read_text()
         except OSError as exc:
             raise ESError(f"cannot read --redis-password-file {password_file}: {exc.strerror or exc}") from None
-        lines = text.splitlines()
-        if not lines or not lines[0].strip():
+        if not (first := (text.splitlines() or [""])[0].strip()):
             raise ESError(f"--redis-password-file {password_file} is empty")
-        return lines[0].strip()
+        return first
     return os.environ.get("ES_REDIS_PASSWORD") or None
 
 
@@ -54,8 +50,8 @@ class RedisLink:
 
     def __init__(self, url: str, max_outage: float | None = 300.0, log=None, password: str | None = None):
         import redis
-        self.url, self.max_outage = url, max_outage
-        self.log = log or (lambda m: print(m, file=sys.stderr))
+        self.url, self.max_outage, self.repairs = url, max_outage, 0
+        self.log = log or logging.getLogger(__name__).warning
         password = password or read_password()
         try:
             u = urlparse(url)
@@ -109,6 +105,19 @@ class RedisLink:
                     warned = True
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+    def repair(self, fn, *args, key: str, **kwargs):
+        """``call``, but a key of the wrong type (someone wrote it) is deleted, logged and
+        counted in ``repairs``, and the call answers None instead of stopping the run."""
+        import redis
+        try:
+            return self.call(fn, *args, **kwargs)
+        except redis.ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            self.repairs += 1
+            self.log(f"redis: {key} held the wrong type of value ({exc}); deleted it")
+            self.call(self.client.delete, key)
 
     def _auth_error(self, text: str) -> ESError:
         if not self.has_password:

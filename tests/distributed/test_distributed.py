@@ -252,6 +252,32 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     assert load_checkpoint(run)[1]["generation"] >= 2
 
 
+def test_an_embedded_master_killed_by_sigkill_leaves_nothing_running(tmp_path, monkeypatch):
+    """Issue 28: SIGKILL to a master with the embedded server left the server and the workers
+    running. They die with it now, and the next start removes its private folder."""
+    import tempfile
+    master = subprocess.Popen([sys.executable, "-m", "es", "train", "cartpole", "--redis", "--population", "1024",
+                               "--generations", "100000", "--reward-goal", "1e9", "--no-progress"],
+                              env={**ENV, "TMPDIR": str(tmp_path)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(kids := _children(master.pid)) < 3:
+            time.sleep(0.05)
+        folders = list(tmp_path.glob(f"es-redis-{master.pid}-*"))
+        assert len(kids) == 3 and len(folders) == 1, kids
+    finally:
+        master.kill()
+        master.wait()
+    deadline = time.time() + 5
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid, _ in kids):
+        time.sleep(0.05)
+    assert not [pid for pid, _ in kids if Path(f"/proc/{pid}").exists()], kids
+    assert folders[0].exists()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with EmbeddedRedis():
+        assert not folders[0].exists()
+
+
 def _es(*argv, env=None):
     return subprocess.run([sys.executable, "-m", "es", *argv], env={**ENV, **(env or {})}, capture_output=True,
                           text=True, timeout=60)

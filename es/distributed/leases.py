@@ -1,0 +1,125 @@
+"""One generation's jobs on Redis and the leases on them. A chunk is queued again when its
+lease is silent for ``lease_seconds``, and ``deadline`` seconds after it was queued whatever
+its heartbeats (one from the future, or malformed, counts as none). An altered or lost task
+record is published again under a new nonce (results for the old one are stale).
+"""
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+
+from . import protocol as P
+
+
+def chunks_to_requeue(queued_at: dict, in_queue: set, leases: dict, now: float, lease_seconds: float,
+                      deadline: float | None = None) -> set:
+    """The pending chunks to hand out again: not waiting in the queue, queued at least
+    ``lease_seconds`` ago (a worker may have popped it and not written its lease yet), and with
+    no heartbeat (``leases``: chunk -> last heartbeat time) in the last ``lease_seconds``; or,
+    with a ``deadline``, queued ``deadline`` seconds ago or more whatever its heartbeats say."""
+    return {c for c, t in queued_at.items()
+            if c not in in_queue and now - t >= lease_seconds
+            and (now - leases.get(c, -np.inf) >= lease_seconds or (deadline is not None and now - t >= deadline))}
+
+
+class Board:
+    """``open`` publishes a generation; ``requeue``, ``requeue_expired``, ``republish`` hand chunks out again."""
+
+    def __init__(self, link, run: str, spec: dict, lease_seconds: float, log):
+        self.link, self.run, self.spec, self.lease_seconds, self.log = link, run, spec, lease_seconds, log
+
+    def open(self, task, seeds, center_seeds, cap: int, bounds) -> None:
+        g = task.generation
+        self.task, self.seeds, self.center_seeds, self.cap = task, seeds, center_seeds, cap
+        self.chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}   # first member -> chunk
+        self.center_chunk = self.chunk_of[bounds[-1][0]][2]
+        self.said: set = set()
+        self._stamp()
+        self._publish(list(self.jobs.values()), fresh=True)
+        self.queued_at = dict.fromkeys(self.jobs, self.link.server_time())
+
+    def _stamp(self) -> None:
+        self.nonce = secrets.token_hex(8)
+        self.record = P.encode_task(self.task, self.spec, self.seeds, self.center_seeds, run=self.run, nonce=self.nonce,
+                                    max_length=self.cap, lease_seconds=self.lease_seconds)
+        self.digest = P.task_digest(self.record)
+        self.jobs = {jid: P.encode_job(self.run, self.nonce, self.task.generation, a, b, jid == self.center_chunk)
+                     for a, b, jid in self.chunk_of.values()}
+
+    def _publish(self, job_values, fresh: bool) -> None:
+        """The task record and the jobs in one MULTI/EXEC; a fresh generation also clears
+        leftover leases and results, whatever their type."""
+        def write(pipe):
+            pipe.multi()
+            pipe.delete(P.TASK, P.JOBS, *((P.LEASES, P.RESULTS) if fresh else ()))
+            pipe.hset(P.TASK, mapping=self.record)
+            if job_values:
+                pipe.rpush(P.JOBS, *job_values)
+        self.link.call(self.link.client.transaction, write)
+
+    def republish(self, done, why: str) -> int:
+        """Publish the generation again under a new nonce, with the jobs of its pending chunks."""
+        self.link.repairs += 1
+        self._stamp()
+        pending = [j for j in self.jobs if j not in done]
+        self.log(f"redis: {why} (generation {self.task.generation}); publishing it again with a new nonce")
+        self._publish([self.jobs[j] for j in pending], fresh=False)
+        now = self.link.server_time()
+        self.queued_at.update(dict.fromkeys(pending, now))
+        return len(pending)
+
+    def requeue(self, jid: str, why: str) -> int:
+        self.link.repair(self.link.client.rpush, P.JOBS, self.jobs[jid], key=P.JOBS)
+        self.queued_at[jid] = self.link.server_time()
+        self.log(f"redis: requeued chunk {jid} ({why})")
+        return 1
+
+    def task_altered(self) -> bool:
+        """Does the stored task record differ from what this master wrote?"""
+        stored = self.link.repair(self.link.client.hgetall, P.TASK, key=P.TASK) or {}
+        stored = {k.decode(errors="replace"): v for k, v in stored.items()}
+        return not all(stored.get(k) == (v.encode() if isinstance(v, str) else v) for k, v in self.record.items())
+
+    def leases(self, pending, now: float) -> dict:
+        """chunk -> (last heartbeat, worker) for this generation's well-formed leases."""
+        raw = self.link.repair(self.link.client.hmget, P.LEASES, pending, key=P.LEASES) or []
+        out = {}
+        for jid, value in zip(pending, raw):
+            if value is None:
+                continue
+            try:
+                worker, nonce, t = P.decode_lease(value)
+            except P.BadPayload as exc:
+                if (jid, value) not in self.said:
+                    self.said.add((jid, value))
+                    self.log(f"redis: dropped the lease on chunk {jid}: {exc}")
+                continue
+            if nonce == self.nonce and t <= now + self.lease_seconds:   # else another generation's, or from the future
+                out[jid] = (t, worker)
+        return out
+
+    def requeue_expired(self, done, deadline: float) -> int:
+        r, record = self.link.client, self.record
+        pending = [j for j in self.jobs if j not in done]
+        if not pending:
+            return 0
+        head = self.link.repair(r.hmget, P.TASK, "run", "nonce", "generation", "sha256", key=P.TASK)
+        if head is None or [v.decode(errors="replace") if v is not None else None for v in head] != \
+                [record["run"], record["nonce"], record["generation"], record["sha256"]]:
+            return self.republish(done, "the task record is gone or altered")
+        now = self.link.server_time()
+        leases = self.leases(pending, now)
+        queued = self.link.repair(r.lrange, P.JOBS, 0, -1, key=P.JOBS)
+        if queued is None:   # the job list was of the wrong type: it is gone, queue every pending chunk
+            self.queued_at.update(dict.fromkeys(pending, -np.inf))
+        queued = set(queued or ())
+        in_queue = {j for j in pending if self.jobs[j].encode() in queued}
+        due = chunks_to_requeue({j: self.queued_at[j] for j in pending}, in_queue,
+                                {j: t for j, (t, _) in leases.items()}, now, self.lease_seconds, deadline)
+        for jid in (j for j in pending if j in due):
+            t, holder = leases.get(jid, (-np.inf, None))
+            self.requeue(jid, "no worker holds a lease on it" if holder is None else
+                         f"worker {holder} silent for {now - t:.1f} s" if now - t >= self.lease_seconds else
+                         f"past its {deadline:.0f} s deadline though worker {holder} still sends heartbeats")
+        return len(due)
