@@ -11,11 +11,8 @@ from .training import train
 def optimize(f, x0, *, seed: int = 0, population: int = 64, sigma: float = 0.1, learning_rate: float = 0.05,
              generations: int = 100, optimizer: str = "adam", shaping: str = "centered_ranks",
              reward_goal: float | None = None, run_dir=None, progress: bool = False, workers: int = 1, **kwargs):
-    """Maximise ``f(params, seed) -> float`` from ``x0``. Returns a ``TrainResult``.
-
-    ``seed`` is a different integer each generation (the same for every member), so a noisy
-    ``f`` can use it for common random numbers; deterministic functions can ignore it.
-    """
+    """Maximise ``f(params, seed) -> float`` from ``x0``; returns a ``TrainResult``. ``seed``
+    changes each generation (the same for every member): common random numbers for a noisy ``f``."""
     x0 = np.asarray(x0, dtype=np.float32).ravel()
     config = ESConfig(env="function", seed=seed, population=population, sigma=sigma, learning_rate=learning_rate,
                       generations=generations, optimizer=optimizer, shaping=shaping, reward_goal=reward_goal,

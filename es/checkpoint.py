@@ -1,13 +1,8 @@
-"""Checkpoints: one ``.npz`` with the parameters, the optimizer state and a JSON header.
-
-No pickle anywhere (``allow_pickle=False``): a checkpoint from a stranger cannot run code, and
-what every array inflates to is checked (zip directory, ``.npy`` headers) before any is read.
-Writes are atomic (temporary file, fsync, rename), so a crash mid-write leaves the previous
-good checkpoint in place.
-"""
+"""Checkpoints: one ``.npz`` with the parameters, the optimizer state and a JSON header. No
+pickle (a stranger's checkpoint cannot run code); what every array inflates to is checked before
+any is read; writes are atomic (temporary file, fsync, rename), so a crash keeps the last one."""
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -28,11 +23,9 @@ def save_checkpoint(path, center: np.ndarray, meta: dict, optimizer_state: dict 
               "meta": np.array(json.dumps({"format": FORMAT, "version": VERSION, **meta}))}
     for k, v in (optimizer_state or {}).items():
         arrays[f"opt_{k}"] = np.asarray(v)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
-        f.write(buf.getvalue())
+        np.savez(f, **arrays)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -68,29 +68,23 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
     t.add_argument("--init", type=Path, default=None, metavar="CHECKPOINT",
-                   help="start from these parameters (a checkpoint, run directory or shipped agent) with a fresh "
-                        "optimizer, e.g. to go on with longer episodes")
+                   help="start from these parameters (checkpoint, run directory or agent) with a fresh optimizer")
     t.add_argument("--redis", nargs="?", const="embedded", default=None, metavar="URL",
-                   help="distribute over Redis: alone, start an embedded server on loopback (random "
-                        "passwords, master and worker roles) plus --workers local workers; with "
-                        "redis://es-master@HOST:PORT/DB (or rediss://), use that server and wait for workers "
-                        "started anywhere")
+                   help="distribute over Redis: alone, an embedded loopback server and --workers local workers; "
+                        "redis://es-master@HOST:PORT/DB: that server, workers anywhere (docs/distributed.md)")
     t.add_argument("--redis-password-file", type=Path, default=None, metavar="FILE",
                    help="redis: read the password from FILE (default: $ES_REDIS_PASSWORD, else the URL)")
     t.add_argument("--lease-seconds", type=float, default=10.0,
                    help="redis: a chunk whose worker is silent this long is handed out again [10]")
     t.add_argument("--chunk-deadline", type=float, default=None,
-                   help="redis: hand a chunk out again this long after queueing it, heartbeats or not "
-                        "(default: max(60 s, 5x the slowest chunk so far))")
+                   help="redis: hand a chunk out again this long after queueing it [max(60 s, 5x slowest)]")
     t.add_argument("--spot-checks", type=int, default=None,
-                   help="redis: members the master replays itself each generation to catch lying workers "
-                        "(default: one per 64 members, at least one, at most one per chunk), plus one member "
-                        "of each worker's first result; 0 turns both off")
+                   help="redis: members the master replays per generation to catch lying workers [1 per 64, "
+                        "at most 1 per chunk]; 0: none, and new workers are not verified")
     t.add_argument("--chunks", type=int, default=None,
                    help="redis/dask: chunks per generation (default: 8 for redis, 4 per worker for dask)")
     t.add_argument("--dask", default=None, metavar="ADDRESS",
-                   help="evaluate on a Dask cluster: 'local' starts a LocalCluster of --workers processes "
-                        "(default: one per core); tcp://HOST:8786 uses a running dask.distributed scheduler")
+                   help="evaluate on Dask: 'local' (a LocalCluster of --workers processes) or tcp://HOST:8786")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", action="store_true", help="print the summary as one JSON line at the end")
 
@@ -176,7 +170,7 @@ def _train_with_redis(args, config, run_dir):
         raise ESError(f"--chunk-deadline must be > 0, got {args.chunk_deadline}")
     embedded = args.redis == "embedded"
     local_workers = config.workers if (embedded or config.workers > 1) else 0
-    if embedded and local_workers < 2 and "workers" not in _given(args):
+    if embedded and local_workers < 2 and args.workers is None:
         local_workers = config.workers = 2
     server = None
     procs = []
@@ -221,17 +215,13 @@ def _train_with_dask(args, config, run_dir):
     if args.chunks is not None and args.chunks < 1:
         raise ESError(f"--chunks must be >= 1, got {args.chunks}")
     problem = make_problem_for(config, one_thread=True)   # a Dask worker process per core
-    workers = config.workers if "workers" in _given(args) else None
+    workers = config.workers if args.workers is not None else None
     evaluator = DaskEvaluator(problem, args.dask, workers=workers, chunks=args.chunks)
     try:
         return train(config, problem, run_dir=run_dir, resume=args.resume is not None, evaluator=evaluator,
                      progress=not args.no_progress)
     finally:
         evaluator.close()
-
-
-def _given(args) -> set:
-    return {k for k in ("workers",) if getattr(args, k, None) is not None}
 
 
 def cmd_worker(args) -> int:

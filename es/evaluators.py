@@ -1,9 +1,6 @@
-"""Evaluators turn one generation's task into returns. All of them share
-``evaluate_members`` so that a member's return never depends on where it was computed.
-
-``LocalEvaluator`` is the single-thread path; ``es.parallel`` (joblib) and ``es.distributed``
-(Redis) plug into the same ``train()`` loop with the same ``evaluate`` signature.
-"""
+"""Evaluators turn one generation's task into returns. All of them (``LocalEvaluator`` here,
+``es.parallel``, ``es.distributed``) share ``evaluate_members``, so that a member's return never
+depends on where it was computed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,9 +21,8 @@ class GenerationResult:
 
 
 def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds=None):
-    """Play ``len(seeds)`` episodes for each member id (and ``center_seeds`` for the center,
-    in the same batch). Returns member returns, member lengths, center return, center length.
-    """
+    """Play ``len(seeds)`` episodes for each member id (and ``center_seeds`` for the center, in
+    the same batch). Returns member returns, member lengths, center return, center length."""
     members = np.asarray(members, dtype=np.int64)
     seeds = np.asarray(seeds, dtype=np.int64)
     params = task.member_params(members)

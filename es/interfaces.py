@@ -1,9 +1,6 @@
 """The three roles every part of ES plays, declared (``typing.Protocol``) instead of probed.
-
-Concrete classes subclass them explicitly, which gives them the defaults below (a problem is
-not batched and has nothing to close unless it says so); anything with the same methods also
-type-checks as the role.
-"""
+Concrete classes subclass them (and get the defaults below); anything with the same methods
+also type-checks as the role."""
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 
 import numpy as np
 
@@ -16,22 +17,17 @@ TABLE_SIZE = 1 << 25          # float32 values: 128 MiB
 CHUNK = 1 << 20               # values drawn per generator
 TABLE_SEED = 0                # the same table for every run: offsets carry the run seed
 
-_table: np.ndarray | None = None
-
-
+@cache
 def shared_table() -> np.ndarray:
     """The read-only noise table, built on first use in this process."""
-    global _table
-    if _table is None:
-        table = np.empty(TABLE_SIZE, dtype=np.float32)
+    table = np.empty(TABLE_SIZE, dtype=np.float32)
 
-        def fill(c):
-            rng_for(TABLE_SEED, TABLE, c).standard_normal(dtype=np.float32, out=table[c * CHUNK:(c + 1) * CHUNK])
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            list(pool.map(fill, range(TABLE_SIZE // CHUNK)))
-        table.flags.writeable = False
-        _table = table
-    return _table
+    def fill(c):
+        rng_for(TABLE_SEED, TABLE, c).standard_normal(dtype=np.float32, out=table[c * CHUNK:(c + 1) * CHUNK])
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        list(pool.map(fill, range(TABLE_SIZE // CHUNK)))
+    table.flags.writeable = False
+    return table
 
 
 def check_dim(dim: int) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 
 class Optimizer:
     name = "base"
+    slots: tuple = ()      # float32 state arrays, saved and restored with ``t``
 
     def __init__(self, dim: int, learning_rate: float, weight_decay: float = 0.0):
         self.dim, self.learning_rate, self.weight_decay = int(dim), float(learning_rate), float(weight_decay)
@@ -29,15 +30,17 @@ class Optimizer:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        return {"t": np.array(self.t, dtype=np.int64)}
+        return {"t": np.array(self.t, dtype=np.int64), **{k: getattr(self, k).copy() for k in self.slots}}
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         self.t = int(state["t"])
+        for k in self.slots:
+            setattr(self, k, np.asarray(state[k], dtype=np.float32).copy())
 
 
 class SGD(Optimizer):
     """Gradient ascent with momentum: ``v = m v + (1 - m) g``; ``step = lr v``."""
-    name = "sgd"
+    name, slots = "sgd", ("v",)
 
     def __init__(self, dim, learning_rate, momentum=0.9, weight_decay=0.0):
         super().__init__(dim, learning_rate, weight_decay)
@@ -49,17 +52,10 @@ class SGD(Optimizer):
         self.v = m * self.v + (np.float32(1) - m) * g
         return np.float32(self.learning_rate) * self.v
 
-    def state_dict(self):
-        return {**super().state_dict(), "v": self.v.copy()}
-
-    def load_state_dict(self, state):
-        super().load_state_dict(state)
-        self.v = np.asarray(state["v"], dtype=np.float32).copy()
-
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba) with bias correction folded into the step size."""
-    name = "adam"
+    name, slots = "adam", ("m", "v")
 
     def __init__(self, dim, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.0):
         super().__init__(dim, learning_rate, weight_decay)
@@ -73,14 +69,6 @@ class Adam(Optimizer):
         self.m = b1 * self.m + (1 - b1) * g
         self.v = b2 * self.v + (1 - b2) * (g * g)
         return (np.float32(a) * self.m / (np.sqrt(self.v) + np.float32(self.epsilon))).astype(np.float32)
-
-    def state_dict(self):
-        return {**super().state_dict(), "m": self.m.copy(), "v": self.v.copy()}
-
-    def load_state_dict(self, state):
-        super().load_state_dict(state)
-        self.m = np.asarray(state["m"], dtype=np.float32).copy()
-        self.v = np.asarray(state["v"], dtype=np.float32).copy()
 
 
 OPTIMIZERS = {"adam": Adam, "sgd": SGD}

@@ -1,10 +1,6 @@
-"""Every training setting once: its default, what a valid value is, its help text, its flag.
-
-One row per setting, as in pycma's options table. ``ESConfig`` (es.config) gets its fields and
-defaults from here, ``ESConfig.validate`` its checks and messages, ``python -m es train`` its
-flags and ``--help`` text, ``config.json`` its keys. An environment's own defaults (the
-registry's ``defaults``) override the ``default`` column; the user's flags override both.
-"""
+"""Every training setting once, as in pycma's options table: default, valid values, help text,
+flag. ``ESConfig`` takes its fields and checks from here, ``python -m es train`` its flags and
+``--help``. An environment's registered defaults override the default; flags override both."""
 from __future__ import annotations
 
 import math

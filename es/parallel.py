@@ -118,9 +118,8 @@ class ParallelEvaluator(Evaluator):
         return GenerationResult(r, l, cr, cl)
 
     def _decide(self):
-        """Take the faster way (per env step, both measured), leaving the current one only for a
-        clearly faster other (``SWITCH``: one generation measured while the machine was busy must
-        not move a 2-core Pong run onto one core for the next 25); say so when the choice changes."""
+        """Take the faster way per env step; leave the current one only for a clearly faster other
+        (``SWITCH``: one busy moment must not move a 2-core run onto one core)."""
         local, par = self._timing["local"], self._timing["parallel"]
         if self._announced is None:
             self.mode = "parallel" if par < local else "local"

@@ -1,9 +1,6 @@
-"""NumPy policies with a flat parameter vector, evaluated for many members at once.
-
-A policy never stores parameters: ``forward(layers, obs)`` takes per-row weights built by
-``unflatten(params)`` from a ``(rows, num_params)`` matrix, so one batched matmul evaluates
-every episode of every population member in a single call.
-"""
+"""NumPy policies with a flat parameter vector, evaluated for many members at once: a policy
+stores no parameters; ``forward(layers, obs)`` takes per-row weights that ``unflatten`` builds
+from a ``(rows, num_params)`` matrix, so one batched matmul serves every member."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,11 +1,6 @@
-"""The training loop: ask, evaluate (any evaluator), tell, log, checkpoint; resume exactly.
-
-Each generation evaluates the population and the unperturbed center in one batch, logs the
-story (center return, population statistics, the center's rank, the update ratio), checks
-the stopping rule (``reward_goal`` held for ``consecutive_goal_stopping`` generations) and
-writes an atomic checkpoint. Everything random derives from ``(seed, generation)``, so a
-resumed run is bit-identical to one that never stopped.
-"""
+"""The training loop: ask, evaluate (any evaluator), tell, log the story (center return and
+rank, population statistics, update ratio), checkpoint atomically. Everything random derives
+from ``(seed, generation)``, so a resumed run is bit-identical to one that never stopped."""
 from __future__ import annotations
 
 import hashlib
@@ -41,10 +36,8 @@ class TrainResult:
 
 
 def one_blas_thread():
-    """Cap BLAS at one thread while ES runs. Its work is many small matmuls next to
-    environments that use the cores themselves (ALE's threads, worker processes); OpenBLAS's
-    spinning threads only get in their way: Pong trains 1.5x faster and Redis workers 2.9x
-    faster with the cap (measured on the 2-core machine)."""
+    """Cap BLAS at one thread while ES runs: its small matmuls sit next to environments that use
+    the cores themselves (measured on 2 cores: Pong 1.5x, Redis workers 2.9x faster)."""
     return threadpool_limits(limits=1, user_api="blas")
 
 

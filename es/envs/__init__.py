@@ -1,9 +1,6 @@
-"""Environments ES can train on, by short name or any gymnasium id.
-
-The core's environments register in ``es.registry`` exactly as plug-ins (Pong) do; every
-question about an environment goes through ``entry_for`` (a name, an alias, or a registered
-gymnasium id) and every problem a worker rebuilds through ``make_problem(spec)``.
-"""
+"""Environments ES can train on, by short name or any gymnasium id. The core's register in
+``es.registry`` as plug-ins do; ``entry_for`` answers every question about an environment and
+``make_problem(spec)`` rebuilds every problem a worker is sent."""
 from __future__ import annotations
 
 import gymnasium as gym

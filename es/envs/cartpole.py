@@ -4,11 +4,14 @@ tests/core check it step by step). Why not gymnasium's vector env: docs/design.m
 """
 from __future__ import annotations
 
+from functools import cache
+
 import gymnasium as gym
 import numpy as np
 
 
-def _constants():
+@cache
+def constants() -> dict:
     env = gym.make("CartPole-v1")
     u = env.unwrapped
     c = dict(gravity=u.gravity, masspole=u.masspole, total_mass=u.total_mass, length=u.length,
@@ -20,15 +23,6 @@ def _constants():
     env.close()
     return c
 
-
-_C = None
-
-
-def constants() -> dict:
-    global _C
-    if _C is None:
-        _C = _constants()
-    return _C
 
 
 def reset_states(seeds: np.ndarray) -> np.ndarray:
