@@ -1,10 +1,11 @@
 """The cost of probation (a new worker id's first result evaluated by the master in full):
 a clean CartPole run (seed 0, GENERATIONS generations, default population, 8 chunks) with 2
 worker processes, with ``probation=1`` (the default) and ``probation=0`` (ids trusted at
-once), alternated REPEATS times on one embedded server; every run must end bit-identical.
+once), alternated REPEATS times on one embedded server; every run must end bit-identical. Prints one JSON line.
 
     python benchmarks/probation_cost.py [GENERATIONS] [REPEATS]
 """
+import json
 import os
 import subprocess
 import sys
@@ -43,8 +44,8 @@ with EmbeddedRedis() as server:
             ref = res.center if ref is None else ref
             assert np.array_equal(ref, res.center)
             rows.append((probation, dt, master, res.metrics[0]["probation_checks"]))
-            print(f"probation={probation} run {rep}: {dt:.2f} s, master evaluated {master:.2f} s, gen0 probation checks {res.metrics[0]['probation_checks']}", flush=True)
-for p in (1, 0):
-    ts = [r[1] for r in rows if r[0] == p]
-    print(p, "median", np.median(ts), ts)
-print("ratio", np.median([r[1] for r in rows if r[0] == 1]) / np.median([r[1] for r in rows if r[0] == 0]))
+med = {p: float(np.median([r[1] for r in rows if r[0] == p])) for p in (1, 0)}
+print(json.dumps({"benchmark": "probation_cost", "generations": GEN, "repeats": REPEATS, "bit_identical": True,
+                  "seconds_with_probation": med[1], "seconds_without": med[0], "ratio": med[1] / med[0],
+                  "master_seconds_with_probation": float(np.median([r[2] for r in rows if r[0] == 1])),
+                  "first_generation_probation_checks": int(rows[0][3])}))
