@@ -1,9 +1,9 @@
-"""Grading a class: N submissions (copies of the solution notebooks 00, 01, 02, 03 and 05 in
-turn, each in a student folder) graded with ``python -m es grade DIR --csv`` on every core.
-Prints one JSON line: wall seconds, seconds per submission (wall / N), the mean time each
-submission's isolated child took, and whether every submission got full marks.
+"""Grading a class: N students, each a complete submission (the six solution notebooks; the
+first student, "reference", also hands in ``solutions/pong-run``, so the class holds one Pong
+replay), graded as ``python -m classroom grade CLASS --csv ... --feedback ...`` does, on every
+core. Prints one JSON line: wall seconds, seconds per student, and each student's total.
 
-    python benchmarks/grading.py [--submissions 100] [--jobs N]
+    python benchmarks/grading.py [--students 4] [--jobs N]
 """
 import _common  # noqa: F401   (import path)
 
@@ -16,32 +16,34 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from classroom.grade import main as grade  # noqa: E402
+from classroom.gradebook import grade_class  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-MIX = ["00_es_from_scratch", "01_cartpole", "02_parallel", "03_redis", "05_extras"]
+NOTEBOOKS = sorted(p.name for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
 
 
 def run():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--submissions", type=int, default=100)
+    ap.add_argument("--students", type=int, default=4)
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.submissions):
-            name = MIX[i % len(MIX)]
-            folder = Path(tmp) / "class" / f"student{i:03d}"
+        names = ["reference"] + [f"student{i:03d}" for i in range(1, args.students)]
+        for name in names:
+            folder = Path(tmp) / "class" / name
             folder.mkdir(parents=True)
-            shutil.copy(ROOT / "solutions" / f"{name}.ipynb", folder / f"{name}.ipynb")
+            for nb in NOTEBOOKS:
+                shutil.copy(ROOT / "solutions" / nb, folder / nb)
+        shutil.copytree(ROOT / "solutions" / "pong-run", Path(tmp) / "class" / "reference" / "pong-run")
         t0 = time.perf_counter()
-        grade([Path(tmp) / "class"], csv_path=Path(tmp) / "book.csv", jobs=args.jobs, log=lambda m: None,
-              cell_timeout=600, check_timeout=300)
+        status = grade_class([Path(tmp) / "class"], csv_path=Path(tmp) / "book.csv", feedback=Path(tmp) / "feedback",
+                             jobs=args.jobs, log=lambda m: None, cell_timeout=600, check_timeout=600)
         wall = time.perf_counter() - t0
         book = list(csv.DictReader(open(Path(tmp) / "book.csv")))
-    print(json.dumps({"benchmark": "grading", "submissions": len(book), "jobs": args.jobs, "wall_seconds": wall,
-                      "seconds_per_submission": wall / len(book),
-                      "mean_child_seconds": sum(float(r["seconds"]) for r in book) / len(book),
-                      "all_full_marks": all(r["total"] == r["max"] for r in book)}))
+    print(json.dumps({"benchmark": "grading", "students": len(book), "notebooks": len(book) * len(NOTEBOOKS),
+                      "pong_replays": 1, "jobs": args.jobs, "exit_status": status, "wall_seconds": round(wall, 1),
+                      "seconds_per_student": round(wall / len(book), 1),
+                      "totals": {r["student"]: f"{r['total']}/{r['max']}" for r in book}}))
 
 
 if __name__ == "__main__":

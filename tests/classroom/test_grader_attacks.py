@@ -407,8 +407,7 @@ def test_forged_verdict_and_summary_files_change_nothing(tmp_path, reference_run
                "random_ci": [-21.0, -20.0], "seeds": [0, 19], "agent_scores": [21.0] * 20,
                "random_scores": [-21.0] * 20}
     (folder / "pong-run" / "beats_random.json").write_text(json.dumps(verdict))
-    summary = json.loads((folder / "pong-run" / "summary.json").read_text())
-    (folder / "pong-run" / "summary.json").write_text(json.dumps({**summary, "solved": True, "beats_random": True}))
+    (folder / "pong-run" / "summary.json").write_text(json.dumps({"solved": True, "beats_random": True}))
     res = grade(nb, cell_timeout=120, check_timeout=600, only={"pong_agent"}, student="reference", root=folder)
     r = rows(res)["pong_agent"]
     assert r["points"] == 0 and "does not beat random yet" in r["message"], r
