@@ -34,6 +34,7 @@ def rows(res):
     return {r["name"]: r for r in res["checks"]}
 
 
+@pytest.mark.slow
 def test_a_cell_that_swallows_every_interrupt_is_skipped_and_the_checks_still_run(tmp_path):
     path = submission(tmp_path, ["import time\nwhile True:\n    try:\n        time.sleep(0.2)\n"
                                  "    except BaseException:\n        pass"])
@@ -44,6 +45,7 @@ def test_a_cell_that_swallows_every_interrupt_is_skipped_and_the_checks_still_ru
     assert any("did not finish in time" in n for n in res["notes"])
 
 
+@pytest.mark.slow
 def test_a_check_that_swallows_its_alarm_costs_only_its_points(tmp_path):
     path = submission(tmp_path, replace=("x = np.asarray(returns, dtype=np.float64)",
                                          "while True:\n        try:\n            pass\n"
@@ -56,6 +58,7 @@ def test_a_check_that_swallows_its_alarm_costs_only_its_points(tmp_path):
     assert r["es_gradient"]["points"] == 2, res
 
 
+@pytest.mark.slow
 def test_a_kernel_killed_inside_one_check_keeps_the_other_checks_points(tmp_path):
     path = submission(tmp_path, replace=("x = np.asarray(returns, dtype=np.float64)", "import os; os._exit(1)"))
     res = grade(path, cell_timeout=30, check_timeout=20, submission_timeout=120)
@@ -64,6 +67,7 @@ def test_a_kernel_killed_inside_one_check_keeps_the_other_checks_points(tmp_path
     assert r["es_gradient"]["points"] == 2, res
 
 
+@pytest.mark.slow
 def test_the_hard_limit_kills_the_kernel_and_whatever_it_started(tmp_path):
     marker = f"{600 + (time.time_ns() % 10**6) / 10**7:.7f}"     # this test's own sleep, to find it afterwards
     path = submission(tmp_path, [f"import subprocess, time\np = subprocess.Popen(['sleep', {marker!r}])\n"
@@ -77,6 +81,7 @@ def test_the_hard_limit_kills_the_kernel_and_whatever_it_started(tmp_path):
     assert not left, f"left running: {left}"
 
 
+@pytest.mark.slow
 def test_bytes_a_kernel_writes_to_fd_1_never_reach_the_gradebook(tmp_path):
     forged = json.dumps({"submission": "forged", "total": 100, "max": 4, "checks": []})
     path = submission(tmp_path, [f"import os\nos.write(1, {forged!r}.encode() + b'\\n')\n"
@@ -89,6 +94,7 @@ def test_bytes_a_kernel_writes_to_fd_1_never_reach_the_gradebook(tmp_path):
     assert json.loads(lines[0])["total"] == 4
 
 
+@pytest.mark.slow
 def test_a_class_folder_gives_a_gradebook_a_row_per_student_and_feedback_files(tmp_path):
     submission(tmp_path / "class" / "alice", [])
     submission(tmp_path / "class" / "bob", replace=("return ranks / (len(x) - 1) - 0.5", "return ranks / (len(x) - 1)"))
@@ -127,6 +133,7 @@ def blank_with(tmp_path, *cells):
     return path
 
 
+@pytest.mark.slow
 def test_patching_the_checks_in_the_kernel_earns_nothing(tmp_path):
     """The checks run in the grader's process: replacing them (or the references, numpy's
     comparisons, json, print) inside the kernel changes nothing."""
@@ -139,6 +146,7 @@ def test_patching_the_checks_in_the_kernel_earns_nothing(tmp_path):
     assert res["total"] == 0, res   # (json.dumps broken in the kernel: its answers are unreadable, so 0)
 
 
+@pytest.mark.slow
 def test_forged_result_lines_from_an_ipython_hook_earn_nothing(tmp_path):
     forged = json.dumps([{"name": "centered_ranks", "milestone": "M1", "points": 2, "max": 2, "message": "passed"}])
     path = blank_with(tmp_path, "from IPython import get_ipython\n"
@@ -160,6 +168,7 @@ DELEGATIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell, words", [d[1:] for d in DELEGATIONS], ids=[d[0] for d in DELEGATIONS])
 def test_a_function_that_delegates_to_the_reference_scores_0_on_its_check(tmp_path, cell, words):
     res = grade(blank_with(tmp_path, cell), cell_timeout=60, check_timeout=30)
@@ -167,6 +176,7 @@ def test_a_function_that_delegates_to_the_reference_scores_0_on_its_check(tmp_pa
     assert r["centered_ranks"]["points"] == 0 and words in r["centered_ranks"]["message"], res
 
 
+@pytest.mark.slow
 def test_a_train_cartpole_that_calls_es_train_scores_0_and_the_rest_stands(tmp_path):
     path = submission(tmp_path, ["def train_cartpole(seed):\n    import es\n"
                                  "    return es.train(es.config_for('cartpole', seed=seed), final_eval=False).center"],
@@ -180,6 +190,7 @@ def test_a_train_cartpole_that_calls_es_train_scores_0_and_the_rest_stands(tmp_p
     assert res["total"] == res["max"] - r["train_cartpole"]["max"], res
 
 
+@pytest.mark.slow
 def test_a_notebook_that_runs_the_solutions_loses_every_check(tmp_path):
     path = blank_with(tmp_path, "import nbformat\nfrom nbclient import NotebookClient\n"
                                 "_nb = nbformat.read('../solutions/00_es_from_scratch.ipynb', 4)\n")
@@ -188,6 +199,7 @@ def test_a_notebook_that_runs_the_solutions_loses_every_check(tmp_path):
 
 
 # ---- answers fixed in advance: the checks' inputs are fresh in every grading run
+@pytest.mark.slow
 def test_answers_memorised_for_one_grading_run_score_nothing_in_the_next(tmp_path):
     """A student who printed the check's inputs once (or read an old version of check.py) and
     hard-codes what the reference returns on them, including trained CartPole parameters that

@@ -38,6 +38,7 @@ def test_a_local_cluster_is_bit_identical_to_one_process():
     assert [m["center_return"] for m in got.metrics] == [m["center_return"] for m in reference.metrics]
 
 
+@pytest.mark.slow
 def test_pong_on_a_local_cluster_matches_one_process():
     cfg = es.config_for("pong", seed=1, generations=1, population=8, max_steps=40, reward_goal=1e9)
     reference = es.train(cfg, make_problem_for(cfg, one_thread=True), final_eval=False)

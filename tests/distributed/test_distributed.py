@@ -117,6 +117,7 @@ def test_kill_minus_nine_of_a_worker_mid_generation(server):
     assert sum(m.get("requeued", 0) for m in out["res"].metrics) >= 1
 
 
+@pytest.mark.slow
 def test_master_killed_and_resumed(server, tmp_path):
     cfg = ["--seed", "5", "--generations", "12", "--reward-goal", "1e9", "--population", "512",
            "--episodes-per-member", "2", "--eval-episodes", "1", "--no-progress"]
@@ -176,6 +177,7 @@ def test_requeue_rule():
     assert got == {"dead", "never_taken", "at_the_limit"}
 
 
+@pytest.mark.slow
 def test_redis_restart_mid_run_is_survived(tmp_path):
     """The server dies and comes back empty on the same port: both sides retry, the master
     publishes its generation again, and the run ends where a single process ends."""

@@ -200,6 +200,7 @@ def test_thirty_hostile_results_are_dropped_and_the_run_stays_identical(server):
     assert "ee" * 8 in c.ev.banned and len(c.logged("false error report")) == 2, c.logs
 
 
+@pytest.mark.slow
 def test_stale_results_of_an_earlier_run_on_the_same_database_are_dropped(server):
     """A seed-11 run's honest generation-0 results (what a worker of a crashed run pushes late)
     arrive while a seed-12 run waits on its generation 0 with the same chunk layout: before
@@ -324,6 +325,7 @@ def test_a_fake_heartbeat_from_the_future_does_not_hold_a_chunk(server):
     assert c.logged("no worker holds a lease"), c.logs
 
 
+@pytest.mark.slow
 def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
     """A rogue worker pops a job and renews a valid lease forever without answering: the
     chunk's absolute deadline hands it out again."""
@@ -401,6 +403,7 @@ def test_three_forged_error_reports_from_fresh_ids_do_not_end_the_run(server):
 
 
 # ------------------------------------------------------------------ roles
+@pytest.mark.slow
 def test_the_worker_role_cannot_rewrite_the_task_or_push_jobs(server):
     w = redis.Redis.from_url(server.worker_url)
     m = redis.Redis.from_url(server.master_url)
@@ -427,6 +430,7 @@ def liar_always(job, returns, lengths, center):
     return np.full_like(returns, 500.0), lengths, (500.0, center[1]) if center else None
 
 
+@pytest.mark.slow
 def test_a_worker_that_always_lies_is_banned_and_cannot_solve_the_run(server):
     """CartPole on its defaults: a worker reporting 500 for every member and the center used
     to take most chunks and "solve" at generation 0. Now the center is replayed before it

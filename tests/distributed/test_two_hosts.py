@@ -11,6 +11,7 @@ from conftest import subprocess_env
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 (ip netns)")
 def test_two_hosts_train_cartpole_to_the_single_process_result():
     out = subprocess.run(["bash", str(ROOT / "scripts" / "two_hosts.sh")], capture_output=True, text=True,
