@@ -84,6 +84,10 @@ class Recorded:
     def __call__(self, question: str, *args) -> dict:
         check, seed = self.context
         asked = self.data.get(check, {}).get(str(seed), [])
+        if not asked:
+            raise RuntimeError(f"check.{check}: this release recorded answers for seeds "
+                               f"{', '.join(map(str, self.seeds(check))) or 'none'} only, not {seed}; the grader's "
+                               "seed is repeated by your instructor (python -m classroom grade ... --input-seed)")
         if self._next >= len(asked) or asked[self._next][:2] != [question, _digest(args)]:
             raise RuntimeError(f"check.{check}: its inputs on seed {seed} are not those this release recorded answers "
                                "for; the release's classroom/ folder and its expected.json belong together")

@@ -63,8 +63,9 @@ def add_commands(sub) -> None:
                         "identifier's seed); default: the student's top-level folder in the class, or nbgrader's "
                         "submitted/ID/")
     g.add_argument("--support-path", type=Path, default=None, metavar="DIR",
-                   help="the folder whose packages graded kernels may import (default: this checkout, without "
-                        "its solutions/, source/, tests/ and .git)")
+                   help="the folder whose packages graded kernels may import (default: this checkout; in the "
+                        "sandbox without solutions/, source/, tests/, .git and the answer key; a release folder holds "
+                        "no answer key, but without the sandbox a kernel can read any file the grader can)")
 
 
 def cmd_notebooks(args) -> int:
