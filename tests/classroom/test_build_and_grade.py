@@ -348,3 +348,11 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
                 if words not in str(exc):
                     missed.append(f"{name_of_check} ({words}), seed {seed}: {exc}")
     assert not missed, "\n".join(missed[:20])
+
+
+def test_a_release_asked_for_a_seed_it_did_not_record_says_which_it_has():
+    from classroom.check import Recorded
+    answers = Recorded({"centered_ranks": {"11": [], "22": []}})
+    answers.context = ("centered_ranks", 5)
+    with pytest.raises(RuntimeError, match="recorded answers for seeds 11, 22 only, not 5.*--input-seed"):
+        answers("centered_ranks", [1.0, 2.0])
