@@ -17,6 +17,7 @@ TABLE_SIZE = 1 << 25          # float32 values: 128 MiB
 CHUNK = 1 << 20               # values drawn per generator
 TABLE_SEED = 0                # the same table for every run: offsets carry the run seed
 
+
 @cache
 def shared_table() -> np.ndarray:
     """The read-only noise table, built on first use in this process."""

@@ -24,7 +24,6 @@ def constants() -> dict:
     return c
 
 
-
 def reset_states(seeds: np.ndarray) -> np.ndarray:
     """Start states ``(4, len(seeds))`` exactly as ``env.reset(seed=s)`` draws them."""
     unique, inverse = np.unique(np.asarray(seeds, dtype=np.int64), return_inverse=True)
