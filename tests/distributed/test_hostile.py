@@ -84,11 +84,12 @@ class Cluster:
                 t.join(10)
 
     def task(self, generation=0, timeout=30):
-        """The decoded task record once the master is on ``generation`` (or later)."""
+        """The decoded task record once this master is on ``generation`` (or later): a record
+        an earlier run left on the database does not count."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             rec = self.admin.hgetall(P.TASK)
-            if rec and int(rec[b"generation"]) >= generation:
+            if rec and rec.get(b"run", b"").decode() == self.ev.run and int(rec[b"generation"]) >= generation:
                 return {k.decode(): v for k, v in rec.items()}
             time.sleep(0.002)
         raise AssertionError(f"the master never reached generation {generation}")
