@@ -160,8 +160,9 @@ check.gather(gather)
 # %% [markdown]
 # ## 4. The real thing
 #
-# The course's own master and workers (`python -m es train cartpole --redis ...` and `python -m
-# es worker ...`) add what a cluster needs on top of your `gather`: run ids and nonces against
+# The course's own master and workers (in the full es-course package, not in this release: its
+# reference master is the answer to this notebook; `python -m es train cartpole --redis ...` and
+# `python -m es worker ...`) add what a cluster needs on top of your `gather`: run ids and nonces against
 # stale results, ACL roles so that a worker can push results but never rewrite the task,
 # heartbeats, spot checks that replay members to catch lying workers. On two PCs: `python -m es
 # train cartpole --redis redis://es-master@HOST:6379/0` on one and `python -m es worker --redis
