@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import stat
 import subprocess
 import sys
@@ -508,19 +507,8 @@ def _alive(pid: int) -> bool:
 
 def _kill_tree(pid: int) -> list[int]:
     """SIGKILL ``pid``, its descendants and its session, until none is alive; the survivors."""
-    left: list[int] = []
-    for _ in range(20):                # kill, then look again for anything started meanwhile
-        victims = _descendants(pid) | {pid}
-        for p in victims:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.02)
-        left = [p for p in _descendants(pid) | {pid} if _alive(p)]
-        if not left:
-            return []
-    return left
+    from .sandbox import kill_until_gone
+    return kill_until_gone(lambda: [p for p in _descendants(pid) | {pid} if _alive(p)])
 
 
 def validate(raw, names: list[str]) -> list[dict]:

@@ -153,8 +153,14 @@ def survivors(uid: int) -> list[int]:
 
 def kill_uid(uid: int, rounds: int = 20) -> list[int]:
     """SIGKILL every process of ``uid`` until none is left; the ones that would not die."""
+    return kill_until_gone(lambda: survivors(uid), rounds)
+
+
+def kill_until_gone(find, rounds: int = 20) -> list[int]:
+    """SIGKILL the pids ``find()`` lists, and again, until it lists none (anything started
+    meanwhile is found on the next look); the ones that would not die."""
     import time
-    left = survivors(uid)
+    left = find()
     for _ in range(rounds):
         if not left:
             return []
@@ -164,7 +170,7 @@ def kill_uid(uid: int, rounds: int = 20) -> list[int]:
             except OSError:
                 pass
         time.sleep(0.02)
-        left = survivors(uid)
+        left = find()
     return left
 
 
