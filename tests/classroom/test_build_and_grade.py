@@ -36,12 +36,19 @@ def test_solutions_are_committed_executed_in_full_mode():
         assert not [o for c in code for o in c.outputs if o.output_type == "error"], f"{name}: a cell failed"
 
 
-def test_check_compares_sources_not_outputs(tmp_path):
-    path, text = next((p, t) for p, t in build.outputs().items() if p.parent == build.SOLUTION)
+def executed_solution():
+    """A solution notebook as the build writes it (``text``), and as if it had been run: its last
+    code cell printed "a result" and it carries a run record."""
+    text = next(t for p, t in build.outputs().items() if p.parent == build.SOLUTION)
     executed = nbformat.reads(text, as_version=4)
     cell = [c for c in executed.cells if c.cell_type == "code"][-1]
     cell.outputs, cell.execution_count = [nbformat.v4.new_output("stream", text="a result\n")], 7
     executed.metadata["es_course_run"] = {"mode": "full", "seconds": 1.0}
+    return text, executed, cell
+
+
+def test_check_compares_sources_not_outputs(tmp_path):
+    text, executed, cell = executed_solution()
     (tmp_path / "nb.ipynb").write_text(build.render(executed))
     assert build._same_source(tmp_path / "nb.ipynb", text)
     cell.source += "\nprint('edited by hand')"
@@ -50,11 +57,7 @@ def test_check_compares_sources_not_outputs(tmp_path):
 
 
 def test_a_text_only_change_keeps_an_executed_notebooks_outputs_a_code_change_drops_them(tmp_path):
-    path, text = next((p, t) for p, t in build.outputs().items() if p.parent == build.SOLUTION)
-    executed = nbformat.reads(text, as_version=4)
-    code = [c for c in executed.cells if c.cell_type == "code"][-1]
-    code.outputs, code.execution_count = [nbformat.v4.new_output("stream", text="a result\n")], 7
-    executed.metadata["es_course_run"] = {"mode": "full", "seconds": 1.0}
+    text, executed, _ = executed_solution()
     target = tmp_path / "nb.ipynb"
     target.write_text(build.render(executed))
     rebuilt = nbformat.reads(text, as_version=4)

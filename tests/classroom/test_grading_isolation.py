@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attacks import notebook
 from classroom.grade import grade
 from classroom.gradebook import grade_class as main
 
@@ -18,16 +19,7 @@ SOLUTION = ROOT / "solutions" / "00_es_from_scratch.ipynb"
 
 def submission(tmp_path, extra_cells=(), replace=None, name="00_es_from_scratch.ipynb"):
     """The 00 solution with cells added at the end, or one text replaced."""
-    nb = nbformat.read(str(SOLUTION), 4)
-    if replace:
-        old, new = replace
-        [cell] = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
-        cell.source = cell.source.replace(old, new)
-    nb.cells.extend(nbformat.v4.new_code_cell(src) for src in extra_cells)
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(path))
-    return path
+    return notebook(SOLUTION, tmp_path / name, *extra_cells, replace=replace)
 
 
 def rows(res):
@@ -126,11 +118,7 @@ BLANK = ROOT / "notebooks" / "00_es_from_scratch.ipynb"
 
 
 def blank_with(tmp_path, *cells):
-    nb = nbformat.read(str(BLANK), 4)
-    nb.cells.extend(nbformat.v4.new_code_cell(c) for c in cells)
-    path = tmp_path / "00_es_from_scratch.ipynb"
-    nbformat.write(nb, str(path))
-    return path
+    return notebook(BLANK, tmp_path / "00_es_from_scratch.ipynb", *cells)
 
 
 @pytest.mark.slow
