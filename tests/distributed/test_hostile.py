@@ -332,22 +332,18 @@ def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
     chunk's absolute deadline hands it out again."""
     cfg = small()
     c = Cluster(server, cfg, start_workers=False, chunk_deadline=2.0)
-    quit_ = threading.Event()
 
     def hold(rec):
         _, raw = c.rogue.blpop(P.JOBS)
         job = P.decode_job(raw)
         c.start_workers()
-        while not quit_.is_set():
+        while not c.stop.is_set():
             sec, usec = c.rogue.time()
             c.rogue.hset(P.LEASES, P.job_id(job), json.dumps({"w": "ff" * 8, "n": job["n"], "t": sec + usec / 1e6}))
             time.sleep(0.1)
     t = c.during(0, hold)
-    try:
-        result = c.train()
-    finally:
-        quit_.set()
-        t.join()
+    result = c.train()          # sets c.stop when it ends, which ends the attack too
+    t.join()
     assert_identical(result, cfg)
     assert c.logged("deadline though worker ffffffffffffffff still sends heartbeats"), c.logs
 
@@ -536,12 +532,11 @@ def test_nasty_leases_are_dropped_and_logged(server):
     every generation, over and over, while the run goes on."""
     cfg = small()
     c = Cluster(server, cfg, start_workers=False)
-    quit_ = threading.Event()
 
     def attack(rec):
         started = time.time()
         for i in itertools.count():
-            if quit_.is_set():
+            if c.stop.is_set():
                 return
             rec = c.task(0)
             for j, jid in enumerate(_pending_chunk_ids(rec, cfg.population)):
@@ -550,11 +545,8 @@ def test_nasty_leases_are_dropped_and_logged(server):
                 c.start_workers()
             time.sleep(0.02)
     t = c.during(0, attack)
-    try:
-        result = c.train()
-    finally:
-        quit_.set()
-        t.join()
+    result = c.train()          # sets c.stop when it ends, which ends the attack too
+    t.join()
     assert_identical(result, cfg)
     assert c.logged("dropped the lease on chunk"), c.logs
 
@@ -609,10 +601,10 @@ def test_a_trusted_worker_that_sends_1e308_is_banned(server):
     assert len(c.ev.banned) == 1 and "over 1e+30" in next(iter(c.ev.banned.values())), c.ev.banned
 
 
-def _fuzz(c, rng, quit_, pop):
+def _fuzz(c, rng, pop):
     """Random bytes (and near-valid payloads) into every key and field the worker role may
     write, while the run goes on."""
-    while not quit_.is_set():
+    while not c.stop.is_set():
         rec = c.task(0)
         jids = _pending_chunk_ids(rec, pop)
         kind = rng.integers(6)
@@ -643,13 +635,9 @@ def _fuzz(c, rng, quit_, pop):
 def test_fuzzed_worker_writes_leave_the_run_identical(server, seed, generations):
     cfg = small(generations=generations)
     c = Cluster(server, cfg)
-    quit_ = threading.Event()
-    t = c.during(0, lambda rec: _fuzz(c, np.random.default_rng(seed), quit_, cfg.population))
-    try:
-        result = c.train()
-    finally:
-        quit_.set()
-        t.join()
+    t = c.during(0, lambda rec: _fuzz(c, np.random.default_rng(seed), cfg.population))
+    result = c.train()          # sets c.stop when it ends, which ends the attack too
+    t.join()
     assert_identical(result, cfg)
     assert c.logged("dropped") and c.ev.banned, c.logs
 
