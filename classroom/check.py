@@ -608,12 +608,19 @@ def downsample(fn, rng):
     if np.array_equal(got, want["transposed"]):
         _fail("downsample: rows and columns are swapped (each frame is transposed); rows shrink by 5 (210 -> 42), "
               "columns by 160/42")
+    if np.array_equal(got, want["truncated"]):
+        _fail("downsample: the means are truncated (astype(np.uint8) cuts 17.9 to 17); round to the nearest "
+              "integer first, halves to even (np.rint)")
     off = np.abs(got - want["right"].astype(np.float64))
-    if off.max() <= 1:
-        _fail(f"downsample: {int((off > 0).sum())} gray levels differ by 1, where a mean is exactly a half: a "
-              "rounding difference (floating point lands on either side of .5). Compute "
+    at_halves = want["right"] != want["half_up"]          # where the exact mean is a half
+    if off.max() <= 1 and not (off[~at_halves] > 0).any():
+        _fail(f"downsample: {int((off > 0).sum())} gray levels differ by 1, all where a mean is exactly a half: a "
+              "rounding difference (floating point lands on either side of .5, or halves were rounded up). Compute "
               "each mean exactly (sum the 5 rows as integers, weigh the columns in 42ths: every output is N / 800 "
               "with N an integer) and round once, halves to even (np.rint of N / 800)")
+    if off.max() <= 1:
+        _fail(f"downsample: {int((off[~at_halves] > 0).sum())} gray levels differ by 1 where the mean is not a half; "
+              "round once, at the end (np.rint of the exact mean), not the row sums or partial means along the way")
     _fail(f"downsample: differs from area averaging by up to {off.max():.0f} gray levels; average the 5 x 3.81 "
           "input cells each output covers (bilinear sampling misses thin objects)")
 
@@ -698,6 +705,11 @@ def es_step(fn, rng):
         return
     for name, why in (("raw_fitness", "it weights the noise by the raw fitness; use centered ranks (robust to "
                                       "outliers such as one long rally)"),
+                      ("z_score", "it weights the noise by standardised fitness ((f - mean) / std); use centered "
+                                  "ranks: one outlier still sets the scale of a z-score"),
+                      ("no_decay", "no weight decay; subtract weight_decay * center from the gradient"),
+                      ("state_not_carried", "Adam's m, v and t start from zero on every call; return the new state "
+                                            "and use the state you are given (None only on the first call)"),
                       ("no_sigma", "the gradient is not divided by sigma: noise.T @ w / (population * sigma)"),
                       ("decay_added", "weight decay has the wrong sign; subtract weight_decay * center from the "
                                       "gradient (it pulls the parameters towards 0)"),
@@ -708,8 +720,9 @@ def es_step(fn, rng):
                                      "(two members that played the same game tie)")):
         if near(name):
             _fail(f"es_step: {why}")
-    _fail(f"es_step: off by up to {np.max(np.abs(got - want['right'])):.3g} (more than lr / 1000) after three steps; "
-          "carry Adam's m, v and t in the state from one call to the next")
+    _fail(f"es_step: off by up to {np.max(np.abs(got - want['right'])):.3g} (more than lr / 1000) after three steps, "
+          "and not by one of the usual mistakes; compare each line with the update written out above: centered "
+          "ranks (ties shared), noise.T @ weights / (n * sigma) - weight_decay * center, Adam with bias correction")
 
 
 @_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)

@@ -53,9 +53,14 @@ def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
 
 
 def downsample(frames) -> dict:
+    """The right frames and the named mistakes' frames: transposed, means truncated instead of
+    rounded, exact halves rounded up instead of to even."""
     frames = np.asarray(frames, dtype=np.uint8)
     right = downsample_batch(frames)
-    return {"right": right, "transposed": right.transpose(0, 2, 1)}
+    rows = frames.reshape(-1, 5, 160).sum(axis=1, dtype=np.int64).astype(np.float64)
+    n = (rows @ _COLUMNS.astype(np.float64)).reshape(right.shape)     # exact: each output is n / 800
+    return {"right": right, "transposed": right.transpose(0, 2, 1), "truncated": (n // 800).astype(np.uint8),
+            "half_up": ((n + 400) // 800).astype(np.uint8)}
 
 
 def downsample_halves(frames) -> dict:
@@ -90,22 +95,25 @@ def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
     """Updates from ``center``, one per (noise, fitness) pair, the state carried over
     (``pong.replay.reference_es_step``, what the grader's replay holds a run to), and each
     mistake the check names, as the same updates."""
-    def run(step, **mistake):
+    def run(step, carry=True, **mistake):
         c, state = np.asarray(center, dtype=np.float64), None
         for noise, fitness in zip(noises, fitnesses):
-            c, state = step(c, np.asarray(noise), np.asarray(fitness, dtype=np.float64), state, sigma, lr, weight_decay,
-                            **mistake)
+            c, state = step(c, np.asarray(noise), np.asarray(fitness, dtype=np.float64), state if carry else None,
+                            sigma, lr, weight_decay, **mistake)
         return c
     return {"right": run(reference_es_step), "raw_fitness": run(_mistaken, raw=True),
-            "no_sigma": run(_mistaken, no_sigma=True), "decay_added": run(_mistaken, decay_sign=1.0),
+            "z_score": run(_mistaken, z_score=True), "no_sigma": run(_mistaken, no_sigma=True),
+            "decay_added": run(_mistaken, decay_sign=1.0), "no_decay": run(_mistaken, decay_sign=0.0),
             "no_bias_correction": run(_mistaken, no_bias=True), "descends": run(_mistaken, sign=-1.0),
-            "ties_apart": run(_mistaken, ties_apart=True)}
+            "ties_apart": run(_mistaken, ties_apart=True), "state_not_carried": run(_mistaken, carry=False)}
 
 
-def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, no_sigma=False, decay_sign=-1.0,
-              no_bias=False, sign=1.0, ties_apart=False):
+def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_score=False, no_sigma=False,
+              decay_sign=-1.0, no_bias=False, sign=1.0, ties_apart=False):
     """One update with one mistake switched on."""
     w = fitness - fitness.mean() if raw else es_centered_ranks(fitness).astype(np.float64)
+    if z_score:
+        w = (fitness - fitness.mean()) / fitness.std()
     if ties_apart:                 # ranks from a stable argsort: tied members get different ranks
         ranks = np.empty(len(fitness))
         ranks[np.argsort(fitness, kind="stable")] = np.arange(len(fitness))
