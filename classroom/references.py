@@ -53,13 +53,13 @@ def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
 
 
 def downsample(frames) -> dict:
-    """The right frames and the named mistakes' frames: transposed, means truncated instead of
-    rounded, exact halves rounded up instead of to even."""
+    """The right frames and the named mistakes' frames: transposed, exact halves rounded up
+    instead of to even, and (as a digest) means truncated instead of rounded."""
     frames = np.asarray(frames, dtype=np.uint8)
     right = downsample_batch(frames)
     rows = frames.reshape(-1, 5, 160).sum(axis=1, dtype=np.int64).astype(np.float64)
     n = (rows @ _COLUMNS.astype(np.float64)).reshape(right.shape)     # exact: each output is n / 800
-    return {"right": right, "transposed": right.transpose(0, 2, 1), "truncated": (n // 800).astype(np.uint8),
+    return {"right": right, "transposed": right.transpose(0, 2, 1), "truncated": uint8_digest((n // 800).astype(np.uint8)),
             "half_up": ((n + 400) // 800).astype(np.uint8)}
 
 

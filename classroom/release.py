@@ -4,7 +4,7 @@ DIR receives the six student notebooks, the support code they import (``SUPPORT`
 ``es``, ``pong`` and ``classroom`` copied byte for byte, so that a notebook reads the same in
 the release and in the instructor's checkout), the answers the checks need on a few fixed
 seeds (``classroom/expected.json``, recorded from the answer key), a ``requirements.txt`` and
-a short README. Not in it: ``solutions/``, ``source/``, ``classroom.references``, the grader,
+a short README, and the pages of ``docs/`` the notebooks cite (``READING``). Not in it: ``solutions/``, ``source/``, ``classroom.references``, the grader,
 and every module holding the reference implementation of a graded function (the ES update,
 noise, optimizers, training loops, the Redis master and protocol, Pong's preprocessing and
 the replay). ``check_release`` proves it on what was written (and ``tests/classroom``):
@@ -12,7 +12,8 @@ the replay). ``check_release`` proves it on what was written (and ``tests/classr
 * every project import in the support code resolves inside the release;
 * no line of a solution region (an answer) that the student notebooks lack appears in any
   file of the release;
-* no support module defines a function named like a graded one.
+* no support module defines a function named like a graded one;
+* every ``docs/`` page a notebook names is in the release.
 
 Following nbgrader's layout, DIR is ``release/ASSIGNMENT/`` for an instructor who hands out
 through nbgrader, or any folder (a course repository) students clone. A notebook a student
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -37,6 +39,8 @@ SUPPORT = [
     "classroom/__init__.py", "classroom/check.py", "classroom/wire.py", "classroom/probe.py",
     "classroom/redis_workers.py",
 ]
+# The pages of docs/ the student notebooks cite (check_release: every docs/ page they name is here).
+READING = ["docs/design.md", "docs/distributed.md", "docs/pong.md"]
 RECORDED_SEEDS = (11, 22, 33)      # the inputs a release's checks draw from, per check
 REQUIREMENTS = """\
 # The student release of es-course: pip install -r requirements.txt
@@ -83,7 +87,7 @@ def release(target, force: bool = False, log=print) -> int:
     target.mkdir(parents=True, exist_ok=True)
     notebooks = {target / p.name: text for p, text in outputs().items() if p.parent.name == "notebooks"}
     kept = write_notebooks(notebooks, force, log)
-    for rel in SUPPORT:
+    for rel in SUPPORT + READING:
         dst = target / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / rel, dst)
@@ -161,6 +165,9 @@ def check_release(target) -> list[str]:
     for name in ("references.py", "grade.py", "build.py", "release.py"):
         if (target / "classroom" / name).exists():
             problems.append(f"classroom/{name} is the grader's")
+    for nb in target.glob("*.ipynb"):
+        problems += [f"{nb.name} cites {page}, which is not in the release" for page in
+                     sorted(set(re.findall(r"docs/[\w./-]+\.md", nb.read_text()))) if not (target / page).is_file()]
     return problems
 
 

@@ -131,7 +131,7 @@ check.parallel_returns(parallel_returns, evaluate_members)
 # A whole CartPole generation is only milliseconds of batched NumPy, so dispatching it costs
 # more than it saves: `es`'s joblib evaluator (`es.parallel`) measures both ways and stays
 # in-process when that is faster. Heavier environments (Pong) do speed up ~2x on 2 cores
-# (`benchmarks/parallel.py`).
+# (`benchmarks/parallel.py` in the course repository).
 
 # %%
 center = np.zeros(policy.num_params)

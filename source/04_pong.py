@@ -198,7 +198,7 @@ check.es_step(es_step)
 # games before training asked for the second set).
 #
 # **Budget:** measured on the course machine (2 cores, shared with other work) for five
-# identifiers (`benchmarks/pong_student.py`, 2026-11-25): median 14.7 minutes of training,
+# identifiers (the course repository's `benchmarks/pong_student.py`, 2026-11-25): median 14.7 minutes of training,
 # maximum 20.9 (25 to 50 generations). Every one beat random, and every one then passed the
 # grader's test on 20 games it had never seen. Plan for 30 minutes; interrupt whenever you like,
 # re-running the training cell resumes the run.

@@ -1,0 +1,118 @@
+"""``python -m classroom release DIR``: what students get holds no answer, imports only itself,
+checks with the answers it recorded, and never overwrites a student's edited notebook."""
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from classroom.release import READING, SUPPORT, check_release, release, solution_lines
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    target = tmp_path_factory.mktemp("release")
+    log = []
+    assert release(target, log=log.append) == 0, log
+    return target
+
+
+def test_a_release_has_the_notebooks_support_and_cited_pages_and_nothing_of_the_answer_key(released):
+    assert sorted(p.name for p in released.glob("*.ipynb")) == [
+        "00_es_from_scratch.ipynb", "01_cartpole.ipynb", "02_parallel.ipynb", "03_redis.ipynb", "04_pong.ipynb",
+        "05_extras.ipynb"]
+    for rel in SUPPORT + READING + ["classroom/expected.json", "requirements.txt", "README.md"]:
+        assert (released / rel).is_file(), rel
+    for absent in ("solutions", "source", "classroom/references.py", "classroom/grade.py", "es/shaping.py",
+                   "pong/env.py", "pong/replay.py"):
+        assert not (released / absent).exists(), absent
+    assert check_release(released) == []
+
+
+def copy_of(released, tmp_path):
+    dst = tmp_path / "copy"
+    shutil.copytree(released, dst)
+    return dst
+
+
+def test_check_release_finds_a_solution_line_a_graded_function_a_stray_import_and_a_missing_page(released, tmp_path):
+    rel = copy_of(released, tmp_path)
+    secret = sorted(solution_lines([p.read_text() for p in rel.glob("*.ipynb")]))
+    assert len(secret) > 50, "the student notebooks lack few solution lines: little would be hidden"
+    with open(rel / "pong" / "student.py", "a") as f:
+        f.write(f"\n{next(line for line in secret if parses(line))}\n")
+    (rel / "es" / "helpers.py").write_text("import es.shaping\n\n\ndef centered_ranks(x):\n    return x\n")
+    (rel / "docs" / "pong.md").unlink()
+    problems = "\n".join(check_release(rel))
+    assert "pong/student.py holds 1 line(s) of the solutions" in problems
+    assert "es/helpers.py defines centered_ranks, a graded function" in problems
+    assert "es/helpers.py imports es.shaping, which is not in the release" in problems
+    assert "04_pong.ipynb cites docs/pong.md, which is not in the release" in problems
+
+
+def parses(line: str) -> bool:
+    try:
+        ast.parse(line)
+    except SyntaxError:
+        return False
+    return True
+
+
+def test_an_edited_notebook_is_kept_unless_forced(released, tmp_path):
+    rel = copy_of(released, tmp_path)
+    path = rel / "00_es_from_scratch.ipynb"
+    nb = nbformat.read(str(path), 4)
+    nb.cells.append(nbformat.v4.new_code_cell("my_work = 1"))
+    nbformat.write(nb, str(path))
+    log = []
+    release(rel, log=log.append)
+    assert "my_work = 1" in path.read_text()
+    assert "1 edited notebooks left alone" in log[-1]
+    release(rel, force=True, log=log.append)
+    assert "my_work = 1" not in path.read_text()
+
+
+ES_STEP = '''
+import numpy as np
+def es_step(center, noise, fitness, state, sigma, lr, weight_decay):
+    n = len(fitness)
+    order = np.argsort(fitness, kind="stable")
+    ranks = np.empty(n)
+    ranks[order] = np.arange(n)
+    for value in np.unique(fitness):
+        tied = fitness == value
+        ranks[tied] = ranks[tied].mean()
+    weights = ranks / (n - 1) - 0.5
+    grad = noise.T @ weights / (n * sigma) - DECAY * weight_decay * center
+    state = state or {"m": np.zeros(len(center)), "v": np.zeros(len(center)), "t": 0}
+    t = state["t"] + 1
+    m = 0.9 * state["m"] + 0.1 * grad
+    v = 0.999 * state["v"] + 0.001 * grad * grad
+    step = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    return center + step, {"m": m, "v": v, "t": t}
+'''
+
+
+def test_a_release_checks_with_its_recorded_answers_alone(released):
+    """In the release's own folder (no answer key importable), a right es_step passes on every
+    recorded seed and a mistaken one is named, as with the answer key."""
+    script = (f"from classroom import check\n"
+              f"assert check.__file__.startswith({str(released)!r}), check.__file__\n"
+              "assert type(check.ANSWERS).__name__ == 'Recorded'\n"
+              "DECAY = 1.0\n" + ES_STEP +
+              "for seed in (11, 22, 33):\n"
+              "    check.es_step(es_step, seed=seed)\n"
+              "DECAY = 0.0\n"
+              "try:\n"
+              "    check.es_step(es_step, seed=22)\n"
+              "except check.CheckFailed as exc:\n"
+              "    print('FAILED', exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=released, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(released), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("OK es_step") == 3
+    assert "FAILED es_step: no weight decay" in out.stdout
