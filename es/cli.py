@@ -40,6 +40,11 @@ def _flag_options():
     return [o for o in OPTIONS.values() if o.flag_type is not None]
 
 
+def _env_flags() -> dict:
+    """``{flag: (environment, EnvFlag)}``: the train flags environments add (Pong: --policy, ...)."""
+    return {f.flag: (name, f) for name, entry in registry.envs().items() for f in entry.flags}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m es", description="OpenAI-style Evolution Strategies in pure NumPy.",
                 epilog="course commands (plug-ins): " + ", ".join(
@@ -63,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar=None if o.choices else {int: "N", float: "X"}.get(o.flag_type, "VALUE"))
     t.add_argument("--hidden", type=_hidden, default=None, help="hidden layer sizes, e.g. 16,16; '' = linear policy [16]")
     t.add_argument("--no-antithetic", action="store_true", help="plain instead of mirrored sampling")
-    t.add_argument("--policy", default=None, help="pong: dense (default) or conv")
-    t.add_argument("--num-envs", type=int, default=None, help="pong: game slots stepped at once per process [32]")
+    for env, f in _env_flags().values():
+        t.add_argument(f.flag, dest=f"extra_{f.key}", type=f.type, choices=f.choices or None, default=None,
+                       help=f"{env}: {f.help}", metavar=None if f.choices else {int: "N", float: "X"}.get(f.type, "VALUE"))
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
     t.add_argument("--init", type=Path, default=None, metavar="CHECKPOINT",
@@ -109,8 +115,10 @@ def cmd_train(args) -> int:
     given["hidden"] = args.hidden
     if args.no_antithetic:
         given["antithetic"] = False
-    if args.policy is not None or args.num_envs is not None:
-        given["extra"] = {"policy": args.policy, "num_envs": args.num_envs}
+    env_flags = {f"extra_{f.key}": (flag, env) for flag, (env, f) in _env_flags().items()}
+    set_flags = {dest: env_flags[dest] for dest in env_flags if getattr(args, dest) is not None}
+    if set_flags:
+        given["extra"] = {dest[len("extra_"):]: getattr(args, dest) for dest in set_flags}
     if args.resume is not None:
         if args.init is not None:
             raise ESError("--init starts a new run from a checkpoint; --resume continues one (pick one)")
@@ -120,9 +128,11 @@ def cmd_train(args) -> int:
         if args.env is not None and args.env != config.env:
             raise ESError(f"{args.resume} is a {config.env} run, not {args.env}")
         if "extra" in given:
-            extra = {k: v for k, v in given.pop("extra").items() if v is not None}
-            if any(config.extra.get(k) != v for k, v in extra.items()):
-                raise ESError(f"cannot change --policy or --num-envs when resuming (the run uses {config.extra})")
+            changed = [flag for dest, (flag, _) in set_flags.items()
+                       if config.extra.get(dest[len("extra_"):]) != given["extra"][dest[len("extra_"):]]]
+            given.pop("extra")
+            if changed:
+                raise ESError(f"cannot change {', '.join(changed)} when resuming (the run uses {config.extra})")
         for k, v in given.items():
             resumable = sorted(o.flag for o in OPTIONS.values() if o.resumable)
             if v is not None and not OPTIONS[k].resumable and v != getattr(config, k):
@@ -136,6 +146,9 @@ def cmd_train(args) -> int:
         if args.env is None:
             raise ESError("name an environment (e.g. python -m es train cartpole) or --resume a run directory")
         config = config_for(args.env, **given, init=str(args.init) if args.init is not None else None)
+        for flag, env in set_flags.values():
+            if registry.env(config.env) is not registry.env(env):
+                raise ESError(f"{flag} is a {env} setting; {config.env} has no such setting")
         run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"run directory: {run_dir}", file=sys.stderr)
     if args.redis is not None and args.dask is not None:

@@ -16,6 +16,17 @@ from .errors import ESError
 
 
 @dataclass(frozen=True)
+class EnvFlag:
+    """A ``train`` flag an environment adds: ``FLAG VALUE`` sets ``config.extra[key]`` (checked by
+    the environment's ``check_config``; fixed once a run has started)."""
+    flag: str                         # e.g. "--policy"
+    key: str                          # the config.extra key it sets
+    help: str
+    type: Callable = str
+    choices: tuple = ()
+
+
+@dataclass(frozen=True)
 class EnvEntry:
     name: str
     make_problem: Callable            # (ESConfig, one_thread: bool) -> problem
@@ -23,6 +34,7 @@ class EnvEntry:
     aliases: tuple = ()
     title: str = ""                   # one line for `python -m es train --help`
     check_config: Callable | None = None   # (ESConfig) -> None, raises ESError
+    flags: tuple = ()                 # EnvFlag rows: this environment's own train flags
 
 
 @dataclass(frozen=True)
@@ -47,10 +59,10 @@ _errors: list[str] = []
 
 
 def register_env(name: str, *, make_problem, defaults: dict | None = None, aliases=(), title: str = "",
-                 check_config=None) -> None:
+                 check_config=None, flags=()) -> None:
     defaults = dict(defaults or {})
     defaults.update(defaults.pop("train", {}))   # the nested {"hidden": ..., "train": {...}} of plug-ins before 0.2
-    _ENVS[name] = EnvEntry(name, make_problem, defaults, tuple(aliases), title, check_config)
+    _ENVS[name] = EnvEntry(name, make_problem, defaults, tuple(aliases), title, check_config, tuple(flags))
 
 
 def register_problem(kind: str, *, from_spec, validate_spec) -> None:

@@ -60,9 +60,17 @@ def check_config(config) -> None:
 
 
 
+# Pong's own train flags (python -m es train pong --policy conv ...), set in config.extra.
+FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out) or conv [dense]",
+                          choices=("dense", "conv")),
+         registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
+         registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
+                          "the first generations of a run from scratch) [none]", choices=("length",)))
+
+
 def register() -> None:
     registry.register_env("pong", make_problem=make_problem, defaults=DEFAULTS, aliases=("ALE/Pong-v5", "Pong"),
-                          title="Atari Pong, 42x42x4 pixels", check_config=check_config)
+                          title="Atari Pong, 42x42x4 pixels", check_config=check_config, flags=FLAGS)
     registry.register_problem("pong", from_spec=PongProblem.from_spec, validate_spec=validate_spec)
     for kind in ("pong_dense", "pong_conv"):
         registry.register_policy(kind, make_pong_policy)

@@ -84,6 +84,32 @@ def test_resume_errors(capsys, tmp_path):
     assert_one_line_error(code, err, "cannot change sigma when resuming")
 
 
+def test_an_environments_own_flags_set_its_extra_belong_to_it_and_stay_fixed_on_resume(capsys, tmp_path, monkeypatch):
+    """A plug-in's train flags (``register_env(flags=...)``), on an environment registered here."""
+    from es import registry
+    cartpole = registry.env("cartpole")
+    knobs = []
+
+    def check(config):
+        knobs.append(config.extra.get("knob"))
+
+    monkeypatch.setitem(registry._ENVS, "knobpole", registry.EnvEntry(
+        "knobpole", cartpole.make_problem, cartpole.defaults, ("KnobPole-v0",), "CartPole with a knob", check,
+        (registry.EnvFlag("--knob", "knob", "a setting of knobpole's", int),)))
+    code, out, _ = run_main(capsys, "train", "--help")
+    assert "knobpole: a setting of knobpole's" in out
+    run = tmp_path / "k"
+    code, _, err = run_main(capsys, "train", "KnobPole-v0", "--knob", "3", "--out", str(run), "--generations", "1",
+                            "--no-progress", "--eval-episodes", "1")
+    assert code == 0, err
+    assert json.loads((run / "config.json").read_text())["extra"] == {"knob": 3} and 3 in knobs
+    code, _, err = run_main(capsys, "train", "--resume", str(run), "--knob", "4")
+    assert_one_line_error(code, err, "cannot change --knob when resuming")
+    code, _, err = run_main(capsys, "train", "cartpole", "--knob", "3", "--out", str(tmp_path / "c"))
+    assert_one_line_error(code, err, "--knob is a knobpole setting; cartpole has no such setting")
+    assert not (tmp_path / "c").exists()
+
+
 def test_missing_and_corrupt_checkpoints(capsys, tmp_path):
     code, _, err = run_main(capsys, "eval", str(tmp_path / "nope.npz"))
     assert_one_line_error(code, err, "checkpoint not found")
