@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
@@ -242,7 +241,7 @@ def test_a_classmates_folder_is_out_of_reach(tmp_path):
 def test_a_kernel_that_kills_what_it_sees_cannot_touch_a_classmates_grading(tmp_path):
     """Held out: graded next to an honest classmate (two at a time), a kernel that SIGKILLs every
     grading process it can see changes nothing for the classmate."""
-    attack = A.kills_what_it_sees(tmp_path)
+    A.kills_what_it_sees(tmp_path)
     A.notebook(A.solution("00_es_from_scratch"), tmp_path / "alice" / "00_es_from_scratch.ipynb")
     students, _ = graded_class(tmp_path, jobs=2)
     assert totals(students["alice"])["M1"] == 4
