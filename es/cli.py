@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--spot-checks", type=int, default=None,
                    help="redis: members the master replays per generation to catch lying workers [1 per 64, "
                         "at most 1 per chunk]; 0: none, and new workers are not verified")
+    t.add_argument("--probation", type=int, default=1, metavar="N",
+                   help="redis: results of a new worker id the master evaluates in full (and uses its own values) "
+                        "before it trusts the id [1]")
     t.add_argument("--chunks", type=int, default=None,
                    help="redis/dask: chunks per generation (default: 8 for redis, 4 per worker for dask)")
     t.add_argument("--dask", default=None, metavar="ADDRESS",
@@ -179,6 +182,8 @@ def _train_with_redis(args, config, run_dir):
         raise ESError("--lease-seconds must be in (0, 3600] and --chunks >= 1")
     if args.spot_checks is not None and args.spot_checks < 0:
         raise ESError(f"--spot-checks must be >= 0, got {args.spot_checks}")
+    if args.probation < 0:
+        raise ESError(f"--probation must be >= 0, got {args.probation}")
     if args.chunk_deadline is not None and not args.chunk_deadline > 0:
         raise ESError(f"--chunk-deadline must be > 0, got {args.chunk_deadline}")
     embedded = args.redis == "embedded"
@@ -201,7 +206,7 @@ def _train_with_redis(args, config, run_dir):
         problem = make_problem_for(config)
         evaluator = RedisEvaluator(problem, url, chunks=args.chunks, lease_seconds=args.lease_seconds,
                                    spot_checks=args.spot_checks, chunk_deadline=args.chunk_deadline,
-                                   password=password)
+                                   probation=args.probation, password=password)
         env = {**os.environ, "ES_REDIS_URL": worker_url}
         if password:
             env["ES_REDIS_PASSWORD"] = password

@@ -40,6 +40,8 @@ def assert_one_line_error(code, err, *fragments):
     (["--shaping", "softmax"], "--shaping: invalid choice"),
     (["--generations", "0"], "--generations must be"),
     (["--sigma", "abc"], "invalid float value"),
+    (["--redis", "--probation", "-1"], "--probation must be >= 0"),
+    (["--redis", "--spot-checks", "-2"], "--spot-checks must be >= 0"),
 ])
 def test_bad_hyperparameters_exit_2_with_one_line(capsys, tmp_path, flags, fragment):
     code, _, err = run_main(capsys, "train", "cartpole", "--out", str(tmp_path / "r"), *flags)

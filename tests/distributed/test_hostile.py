@@ -506,6 +506,24 @@ def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
     assert not {(g, j, d) for g, j, _, d in c.ev.accepted} & set(lies), "a lie entered an update"
 
 
+def test_a_longer_probation_catches_a_liar_honest_on_its_first_result(server):
+    """--probation 3: a worker honest on its first result and lying on every later one is still
+    evaluated in full by the master on its next two; the second is caught, whatever the spot
+    checks (one per generation) hit."""
+    results = []
+
+    def patient_liar(job, returns, lengths, center):
+        results.append(job["g"])
+        return (returns + 1.0 if len(results) > 1 else returns), lengths, center
+    cfg = small(population=256, generations=3)
+    c = Cluster(server, cfg, workers=0, liars=[patient_liar], probation=3)
+    result = c.train()
+    assert len(results) >= 2, "the liar never lied"
+    assert_identical(result, cfg)
+    assert len(c.ev.banned) == 1 and result.metrics[0]["probation_checks"] >= 2
+    assert not [e for e in c.ev.accepted if e[2] in c.ev.banned], "a lie entered an update"
+
+
 def test_the_docs_show_the_acl_lines_the_embedded_server_uses():
     from pathlib import Path
     from es.distributed.server import acl_lines
