@@ -45,6 +45,9 @@ def centered_ranks(returns) -> np.ndarray:
 def z_score(returns) -> np.ndarray:
     """(returns - mean) / std; all zeros when every return is the same."""
     x = _check(returns)
+    big = np.abs(x).max(initial=0.0)
+    if big > 1e150:       # std squares the returns (inf beyond ~1e154); a z-score does not depend on the scale
+        x = x / big
     std = x.std()
     if std == 0:
         return np.zeros(len(x), dtype=np.float32)

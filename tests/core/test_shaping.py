@@ -39,6 +39,14 @@ def test_z_score_and_raw():
     assert np.array_equal(raw(x), x.astype(np.float32))
 
 
+def test_z_score_of_huge_returns_is_finite_and_scale_free():
+    """Returns near 1e300 (a local environment's rewards are not bounded like a worker's):
+    std would square them to infinity; the z-scores are those of the same returns scaled down."""
+    x = np.array([1.0, 3.0, -2.0, 7.0])
+    for scale in (1e160, 1e300):
+        assert np.allclose(z_score(x * scale), z_score(x), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("fn", [centered_ranks, z_score, raw])
 def test_non_finite_returns_are_refused(fn):
     with pytest.raises(ValueError, match="NaN"):
