@@ -3,9 +3,9 @@
 DIR receives the six student notebooks, the support code they import (``SUPPORT``: modules of
 ``es``, ``pong`` and ``classroom`` copied byte for byte, so that a notebook reads the same in
 the release and in the instructor's checkout), the answers the checks need on a few fixed
-seeds (``classroom/expected.json``, recorded from the answer key), a ``requirements.txt`` and
-a short README, and the pages of ``docs/`` the notebooks cite (``READING``). Not in it: ``solutions/``, ``source/``, ``classroom.references``, the grader,
-and every module holding the reference implementation of a graded function (the ES update,
+seeds (``classroom/expected.json``, recorded from the answer key), a ``requirements.txt``, a
+short README and the pages of ``docs/`` the notebooks cite (``READING``). Not in it:
+``solutions/``, ``source/``, ``classroom.references``, the grader, and every module holding the reference implementation of a graded function (the ES update,
 noise, optimizers, training loops, the Redis master and protocol, Pong's preprocessing and
 the replay). ``check_release`` proves it on what was written (and ``tests/classroom``):
 

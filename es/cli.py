@@ -118,10 +118,8 @@ def cmd_train(args) -> int:
     given["hidden"] = args.hidden
     if args.no_antithetic:
         given["antithetic"] = False
-    env_flags = {f"extra_{f.key}": (flag, env) for flag, (env, f) in _env_flags().items()}
-    set_flags = {dest: env_flags[dest] for dest in env_flags if getattr(args, dest) is not None}
-    if set_flags:
-        given["extra"] = {dest[len("extra_"):]: getattr(args, dest) for dest in set_flags}
+    chosen = {f.key: (flag, env, getattr(args, f"extra_{f.key}")) for flag, (env, f) in _env_flags().items()
+              if getattr(args, f"extra_{f.key}") is not None}           # an environment's own flags: config.extra
     if args.resume is not None:
         if args.init is not None:
             raise ESError("--init starts a new run from a checkpoint; --resume continues one (pick one)")
@@ -130,12 +128,9 @@ def cmd_train(args) -> int:
         config = load_run_config(args.resume)
         if args.env is not None and args.env != config.env:
             raise ESError(f"{args.resume} is a {config.env} run, not {args.env}")
-        if "extra" in given:
-            changed = [flag for dest, (flag, _) in set_flags.items()
-                       if config.extra.get(dest[len("extra_"):]) != given["extra"][dest[len("extra_"):]]]
-            given.pop("extra")
-            if changed:
-                raise ESError(f"cannot change {', '.join(changed)} when resuming (the run uses {config.extra})")
+        changed = [flag for key, (flag, _, value) in chosen.items() if config.extra.get(key) != value]
+        if changed:
+            raise ESError(f"cannot change {', '.join(changed)} when resuming (the run uses {config.extra})")
         for k, v in given.items():
             resumable = sorted(o.flag for o in OPTIONS.values() if o.resumable)
             if v is not None and not OPTIONS[k].resumable and v != getattr(config, k):
@@ -148,8 +143,9 @@ def cmd_train(args) -> int:
     else:
         if args.env is None:
             raise ESError("name an environment (e.g. python -m es train cartpole) or --resume a run directory")
-        config = config_for(args.env, **given, init=str(args.init) if args.init is not None else None)
-        for flag, env in set_flags.values():
+        extra = {key: value for key, (_, _, value) in chosen.items()}
+        config = config_for(args.env, **given, extra=extra, init=str(args.init) if args.init is not None else None)
+        for flag, env, _ in chosen.values():
             if registry.env(config.env) is not registry.env(env):
                 raise ESError(f"{flag} is a {env} setting; {config.env} has no such setting")
         run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -58,8 +58,6 @@ def check_config(config) -> None:
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
 
 
-
-
 # Pong's own train flags (python -m es train pong --policy conv ...), set in config.extra.
 FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out) or conv [dense]",
                           choices=("dense", "conv")),
