@@ -55,10 +55,8 @@ def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
 def downsample(frames) -> dict:
     """The right frames and the named mistakes' frames: transposed, exact halves rounded up
     instead of to even, and (as a digest) means truncated instead of rounded."""
-    frames = np.asarray(frames, dtype=np.uint8)
-    right = downsample_batch(frames)
-    rows = frames.reshape(-1, 5, 160).sum(axis=1, dtype=np.int64).astype(np.float64)
-    n = (rows @ _COLUMNS.astype(np.float64)).reshape(right.shape)     # exact: each output is n / 800
+    right = downsample_batch(np.asarray(frames, dtype=np.uint8))
+    n = _sums(frames).reshape(right.shape)
     return {"right": right, "transposed": right.transpose(0, 2, 1), "truncated": uint8_digest((n // 800).astype(np.uint8)),
             "half_up": ((n + 400) // 800).astype(np.uint8)}
 
@@ -66,9 +64,14 @@ def downsample(frames) -> dict:
 def downsample_halves(frames) -> dict:
     """How many outputs of ``frames`` are exact halves (where a float computation can round
     either way): each output is an integer N over 800 (pong.env.downsample_batch)."""
+    return {"halves": int(np.count_nonzero(_sums(frames) % 800 == 400))}
+
+
+def _sums(frames) -> np.ndarray:
+    """Each output of ``downsample_batch`` as the integer N of N / 800 (float64: exact, far below
+    2**53), one row per 42 output pixels."""
     rows = np.asarray(frames, dtype=np.uint8).reshape(-1, 5, 160).sum(axis=1, dtype=np.int64).astype(np.float64)
-    n = rows @ _COLUMNS.astype(np.float64)           # exact: integers far below 2**53
-    return {"halves": int(np.count_nonzero(n % 800 == 400))}
+    return rows @ _COLUMNS.astype(np.float64)
 
 
 def stack_frames(stacks, frames) -> dict:
