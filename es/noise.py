@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import noise_table
+from .rowsum import add_weighted_rows
 from .seeding import NOISE, rng_for
 
 PAIRS_PER_BLOCK = 16
@@ -64,8 +65,7 @@ def weighted_noise_sum(seed: int, generation: int, weights: np.ndarray, dim: int
     total = np.zeros(dim, dtype=np.float32)
     for start in range(0, len(pair_weights), PAIRS_PER_BLOCK):
         w = pair_weights[start:start + PAIRS_PER_BLOCK]
-        block = noise_block(seed, generation, start // PAIRS_PER_BLOCK, dim)
-        total += w @ block[:len(w)]
+        add_weighted_rows(total, w, noise_block(seed, generation, start // PAIRS_PER_BLOCK, dim))
     return total
 
 

@@ -11,6 +11,7 @@ from functools import cache
 
 import numpy as np
 
+from .rowsum import add_weighted_rows
 from .seeding import OFFSETS, TABLE, rng_for, sequence
 
 TABLE_SIZE = 1 << 25          # float32 values: 128 MiB
@@ -70,13 +71,7 @@ def weighted_pair_sum(seed: int, generation: int, pair_weights, dim: int) -> np.
     pair_weights = np.asarray(pair_weights, dtype=np.float32)
     offsets = pair_offsets(seed, generation, np.arange(len(pair_weights)), dim)
     total = np.zeros(dim, dtype=np.float32)
-    if dim < GATHER_BELOW:   # small policies: Python overhead per pair would dominate
-        rows_per_block, columns = max(1, (1 << 18) // dim), np.arange(dim)
-        for s in range(0, len(offsets), rows_per_block):
-            total += pair_weights[s:s + rows_per_block] @ table[offsets[s:s + rows_per_block, None] + columns]
-        return total
-    scaled = np.empty(dim, dtype=np.float32)
-    for w, o in zip(pair_weights, offsets):   # one pass over memory per pair, nothing drawn
-        np.multiply(table[o:o + dim], w, out=scaled)
-        total += scaled
+    # One pass over memory per pair, nothing drawn; in pair order, elementwise, so the bits do
+    # not depend on the CPU (es.rowsum).
+    add_weighted_rows(total, pair_weights, (table[o:o + dim] for o in offsets))
     return total
