@@ -12,6 +12,7 @@ from .problem import PongProblem
 
 # What a worker agrees to build from a spec it did not write, beyond the core's bounds.
 MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 1024, 64, 256
+POLICY_TYPES = ("pong_dense", "pong_conv", "pong_objects")
 
 # Fitness is the game score within a capped episode (max_steps agent steps); evaluation
 # plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
@@ -22,9 +23,12 @@ DEFAULTS = {"hidden": [], "population": 64, "sigma": 0.05, "learning_rate": 0.01
 
 def validate_spec(spec: dict) -> None:
     policy = spec.get("policy")
-    if not isinstance(policy, dict) or policy.get("type") not in ("pong_dense", "pong_conv"):
-        raise ValueError("pong policy must be pong_dense or pong_conv")
-    if policy["type"] == "pong_dense":
+    if not isinstance(policy, dict) or policy.get("type") not in POLICY_TYPES:
+        raise ValueError(f"pong policy must be one of {', '.join(POLICY_TYPES)}")
+    if policy["type"] == "pong_objects":
+        if not layer_sizes_ok(policy.get("hidden", [16])):
+            raise ValueError("bad pong_objects hidden sizes")
+    elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
     else:
@@ -42,15 +46,16 @@ def validate_spec(spec: dict) -> None:
 
 def make_problem(config, one_thread: bool):
     policy = config.extra.get("policy", "dense")
-    spec = {"type": "pong_conv"} if policy == "conv" else {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)}
+    spec = {"conv": {"type": "pong_conv"}, "objects": {"type": "pong_objects", "hidden": list(config.hidden)}}.get(
+        policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
                        tie_break=config.extra.get("tie_break"))
 
 
 def check_config(config) -> None:
-    if config.extra.get("policy", "dense") not in ("dense", "conv"):
-        raise ESError(f"--policy must be dense or conv, got {config.extra.get('policy')!r}")
+    if config.extra.get("policy", "dense") not in POLICY_FLAGS:
+        raise ESError(f"--policy must be one of {', '.join(POLICY_FLAGS)}, got {config.extra.get('policy')!r}")
     if config.extra.get("tie_break") not in (None, "length"):
         raise ESError(f"tie_break must be 'length' or unset, got {config.extra.get('tie_break')!r}")
     n = config.extra.get("num_envs", 32)
@@ -59,8 +64,10 @@ def check_config(config) -> None:
 
 
 # Pong's own train flags (python -m es train pong --policy conv ...), set in config.extra.
-FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out) or conv [dense]",
-                          choices=("dense", "conv")),
+POLICY_FLAGS = ("dense", "conv", "objects")
+FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out), conv, or objects "
+                          "(ball, paddles and their products read off the pixels, an MLP read-out) [dense]",
+                          choices=POLICY_FLAGS),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
          registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
                           "the first generations of a run from scratch) [none]", choices=("length",)))
@@ -70,5 +77,5 @@ def register() -> None:
     registry.register_env("pong", make_problem=make_problem, defaults=DEFAULTS, aliases=("ALE/Pong-v5", "Pong"),
                           title="Atari Pong, 42x42x4 pixels", check_config=check_config, flags=FLAGS)
     registry.register_problem("pong", from_spec=PongProblem.from_spec, validate_spec=validate_spec)
-    for kind in ("pong_dense", "pong_conv"):
+    for kind in POLICY_TYPES:
         registry.register_policy(kind, make_pong_policy)

@@ -14,6 +14,12 @@ that matter, and every member ends up repeating one action.
   towards the ball's row" is a linear function of the features.
 * ``PongConvPolicy``: two strided convolutions (im2col + batched matmul, each member with its
   own filters) and a linear read-out.
+* ``PongObjectsPolicy``: where the objects are, read off the pixels by fixed code (the ball's
+  position and velocity, both paddles' heights, ours' speed: centroids of the frames minus the
+  background), their pairwise products, then an MLP (or a linear map) to 3 logits. The
+  products make "where will the ball cross my column" (height + velocity x distance) a
+  linear function of the features; the MLP can fold it at the walls. ES learns all of the
+  weights; nothing about how to play is written in.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from es.policies import MLPPolicy, split_layers
 from es.seeding import INIT, rng_for
 
 BACKGROUND = np.load(Path(__file__).with_name("background.npy")).astype(np.float32)  # (42, 42)
+_BACKGROUND_INT = BACKGROUND.astype(np.int16)
 N_ACTIONS = 3
 
 
@@ -124,9 +131,105 @@ class PongConvPolicy(Policy):
         return logits[:, 0, :].argmax(axis=1)
 
 
+# Object features. Field rows 7..37 lie between the walls (rows 4-6 and 38-41 hold the walls,
+# rows 0-3 the score); in 42 columns our paddle covers 36-37, the opponent's 4-5 and the ball
+# flies over 6..35 between them (it crosses the paddle columns only when it is hit or missed).
+FIELD_ROWS, BALL_COLS, OUR_COLS, THEIR_COLS = (7, 38), (6, 36), (36, 38), (4, 6)
+VISIBLE_MASS = 20             # below this much |frame - background| an object counts as absent
+OBJECT_NAMES = ("ball_seen", "ball_y", "ball_x", "ball_vy", "ball_vx", "paddle_y", "paddle_vy", "opponent_y")
+_STEPS = np.array([-1.5, -0.5, 0.5, 1.5], dtype=np.float64)      # the 4 frames' times, centred
+
+
+def _centroid(mass: np.ndarray, coords: np.ndarray):
+    """(centroid, total mass) along the last axis of integer-valued ``mass``. Every sum is of
+    integers (exact in float64), so the one rounding is the division: the same bits on any
+    CPU and for any batch."""
+    total = mass.sum(axis=-1)
+    return (mass * coords).sum(axis=-1) / np.maximum(total, 1.0), total
+
+
+def _slope(v: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """Least-squares slope of ``v`` over the 4 frames, per step, using the frames where the
+    object is seen (at least 2, else 0)."""
+    w = seen.astype(np.float64)
+    n = w.sum(axis=-1)
+    t_mean = (w * _STEPS).sum(axis=-1) / np.maximum(n, 1)
+    v_mean = (w * v).sum(axis=-1) / np.maximum(n, 1)
+    dt = (_STEPS - t_mean[:, None]) * w
+    var = (dt * (_STEPS - t_mean[:, None])).sum(axis=-1)
+    slope = (dt * (v - v_mean[:, None])).sum(axis=-1) / np.maximum(var, 1e-9)
+    return np.where(n >= 2, slope, 0.0)
+
+
+def object_features(obs) -> np.ndarray:
+    """``(rows, 4, 42, 42)`` uint8 -> ``(rows, 8)`` float64 (``OBJECT_NAMES``), scaled to about
+    [-2, 2]: positions as (pixel - 22) / 10, velocities in pixels per agent step (the ball's x
+    moves ~1 per step, its y up to ~2, our paddle up to ~4, so that one is divided by 3). A
+    ball that is not seen in the newest frame has position and velocity 0."""
+    obs = _check(obs)
+    r0, r1 = FIELD_ROWS
+    x = np.abs(obs[:, :, r0:r1].astype(np.int16) - _BACKGROUND_INT[r0:r1]).astype(np.float64)  # (rows, 4, 31, 42)
+    rows = np.arange(r0, r1, dtype=np.float64)
+    ball = x[..., BALL_COLS[0]:BALL_COLS[1]]
+    by, ball_mass = _centroid(ball.sum(axis=-1), rows)
+    bx, _ = _centroid(ball.sum(axis=-2), np.arange(*BALL_COLS, dtype=np.float64))
+    py, paddle_mass = _centroid(x[..., OUR_COLS[0]:OUR_COLS[1]].sum(axis=-1), rows)
+    ey, _ = _centroid(x[..., THEIR_COLS[0]:THEIR_COLS[1]].sum(axis=-1), rows)
+    ball_seen, paddle_seen = ball_mass > VISIBLE_MASS, paddle_mass > VISIBLE_MASS
+    now = ball_seen[:, 3]
+    both = paddle_seen[:, 2] & paddle_seen[:, 3]
+    f = np.stack([now.astype(np.float64),
+                  np.where(now, (by[:, 3] - 22) / 10, 0.0),
+                  np.where(now, (bx[:, 3] - 22) / 10, 0.0),
+                  np.where(now, _slope(by, ball_seen), 0.0),
+                  np.where(now, _slope(bx, ball_seen), 0.0),
+                  np.where(paddle_seen[:, 3], (py[:, 3] - 22) / 10, 0.0),
+                  np.where(both, (py[:, 3] - py[:, 2]) / 3, 0.0),
+                  (ey[:, 3] - 22) / 10], axis=1)
+    return f
+
+
+_PAIRS = np.triu_indices(len(OBJECT_NAMES))
+
+
+def quadratic_features(f: np.ndarray) -> np.ndarray:
+    """``(rows, k)`` -> ``(rows, k + k (k + 1) / 2)``: the features and all their pairwise
+    products (squares included)."""
+    return np.concatenate([f, f[:, _PAIRS[0]] * f[:, _PAIRS[1]]], axis=1)
+
+
+class PongObjectsPolicy(Policy):
+    """Object features (``object_features``) and their products -> an MLP -> 3 logits."""
+
+    def __init__(self, hidden=(16,)):
+        self.hidden = tuple(int(h) for h in hidden)
+        k = len(OBJECT_NAMES)
+        self.num_features = k + k * (k + 1) // 2
+        self.head = MLPPolicy(self.num_features, N_ACTIONS, self.hidden)
+        self.num_params = self.head.num_params
+        self.discrete = True
+
+    def spec(self) -> dict:
+        return {"type": "pong_objects", "hidden": list(self.hidden)}
+
+    def features(self, obs) -> np.ndarray:
+        return quadratic_features(object_features(obs)).astype(np.float32)
+
+    def initial_params(self, seed: int) -> np.ndarray:
+        return self.head.initial_params(seed)
+
+    def unflatten(self, params):
+        return self.head.unflatten(params)
+
+    def forward(self, layers, obs) -> np.ndarray:
+        return self.head.forward(layers, self.features(obs))
+
+
 def make_pong_policy(spec: dict):
     if spec.get("type") == "pong_dense":
         return PongDensePolicy(spec.get("band", 6), spec.get("hidden", ()))
     if spec.get("type") == "pong_conv":
         return PongConvPolicy(spec.get("channels", (8, 16)))
+    if spec.get("type") == "pong_objects":
+        return PongObjectsPolicy(spec.get("hidden", (16,)))
     raise ValueError(f"unknown Pong policy {spec.get('type')!r}")

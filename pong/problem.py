@@ -66,7 +66,7 @@ class PongProblem(Problem):
                 "num_envs": self.num_envs}
         if self.tie_break is not None:
             spec["tie_break"] = self.tie_break
-        if self.policy.head_fn is not None:
+        if getattr(self.policy, "head_fn", None) is not None:
             spec["local_only"] = True   # holds a notebook's function: worker processes get this object itself
         return spec
 
