@@ -1,13 +1,15 @@
 """Pong throughput: env steps/s of full ES generations (population 64 + the center, episodes
 capped at 1000 agent steps, the training defaults) against the bare vector environment in the
-same run; also the time per observation of the dense and the conv policy's batched forward
-pass (one observation for each of 128 members, as in a training step). Prints one JSON line.
+same run; also the time per observation of the dense, conv and objects policies' batched
+forward pass (one observation for each of 128 members, as in a training step). Prints one
+JSON line.
 
 * ``bare_vector_steps_per_s``: ale-py's ``AtariVectorEnv`` (C++ threads on every core, ALE's
   own sticky actions) stepping 65 games with a constant action: the emulator's ceiling here,
   with no policy, no ES and no per-episode seeding.
-* ``es_steps_per_s`` (the shipped agent: its games run to the cap) and
-  ``fresh_es_steps_per_s`` (a fresh policy: games end after ~820 steps): generations as
+* ``es_steps_per_s`` (the checkpoint, by default the shipped agent, with its own policy: its
+  games run to the cap) and ``fresh_es_steps_per_s`` (a fresh dense policy, the default:
+  games end after ~820 steps): generations as
   ``python -m es train pong --workers 2`` plays them, ALE/Pong-v5's own games (``pong.games``)
   in 2 worker processes; ``*_ratio_vs_bare`` divides by the bare vector env.
 * ``in_process_*``: the same generations in this one process (one core).
@@ -28,15 +30,15 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from es import seeding  # noqa: E402
-from es.checkpoint import load_checkpoint  # noqa: E402
 from es.evaluators import LocalEvaluator  # noqa: E402
 from es.optimizers import Adam  # noqa: E402
+from es.play import load_agent  # noqa: E402
 from es.parallel import ParallelEvaluator  # noqa: E402
 from es.strategy import OpenES  # noqa: E402
 from es.training import one_blas_thread  # noqa: E402
 from pong.env import downsample_batch, make_pong_vector, stack_batch  # noqa: E402
 from pong.games import PongGames  # noqa: E402
-from pong.policy import PongConvPolicy, PongDensePolicy  # noqa: E402
+from pong.policy import PongConvPolicy, PongDensePolicy, PongObjectsPolicy  # noqa: E402
 from pong.problem import PongProblem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,22 +105,29 @@ def main():
     rounds = []
     with one_blas_thread():
         problem = PongProblem(max_steps=1000)
-        trained, fresh = load_checkpoint(args.checkpoint)[0], problem.initial_params(0)
+        agent_problem, trained, _ = load_agent(args.checkpoint)
+        agent_problem = PongProblem(agent_problem.policy_spec, max_steps=1000)     # its policy, the same cap
+        fresh = problem.initial_params(0)
         workers = ParallelEvaluator(problem, workers=2, adaptive=False)
-        local = LocalEvaluator(problem)
+        agent_workers = ParallelEvaluator(agent_problem, workers=2, adaptive=False)
+        local = LocalEvaluator(agent_problem)
         es_generations(workers, fresh, args.population, 1, start=0)       # workers up and their games built
-        es_generations(local, fresh, 8, 1, start=0)
+        es_generations(agent_workers, trained, 8, 1, start=0)
+        es_generations(local, trained, 8, 1, start=0)
         for _ in range(args.rounds):
             r = {"bare": bare_vector(args.population + 1), "bare_games": bare_games()}
-            r["trained"] = es_generations(workers, trained, args.population, args.generations)
+            r["trained"] = es_generations(agent_workers, trained, args.population, args.generations)
             r["fresh"] = es_generations(workers, fresh, args.population, args.generations)
             r["in_process"] = es_generations(local, trained, args.population, args.generations)
             rounds.append(r)
         workers.close()
+        agent_workers.close()
         problem.close()
-        dense, conv = PongDensePolicy(), PongConvPolicy()
-        forward = {"dense_params": dense.num_params, "dense_us_per_observation": policy_us_per_observation(dense),
-                   "conv_params": conv.num_params, "conv_us_per_observation": policy_us_per_observation(conv)}
+        agent_problem.close()
+        forward = {}
+        for name, policy in (("dense", PongDensePolicy()), ("conv", PongConvPolicy()), ("objects", PongObjectsPolicy())):
+            forward.update({f"{name}_params": policy.num_params,
+                            f"{name}_us_per_observation": policy_us_per_observation(policy)})
 
     def rate(r, key):
         return r[key][0] / r[key][1]
@@ -131,6 +140,7 @@ def main():
     episodes = args.generations * (args.population + 1)
     print(json.dumps({
         "benchmark": "pong", "population": args.population, "rounds": args.rounds, "checkpoint": args.checkpoint,
+        "checkpoint_policy": agent_problem.policy_spec["type"],
         "bare_vector_steps_per_s": median(lambda r: r["bare"]),
         "bare_games_steps_per_s": median(lambda r: r["bare_games"]),
         "es_steps_per_s": median(lambda r: rate(r, "trained")),
