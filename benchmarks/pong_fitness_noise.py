@@ -27,7 +27,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import es  # noqa: E402
+from es.play import load_agent  # noqa: E402
 from es.shaping import centered_ranks  # noqa: E402
 from es.strategy import GenerationTask  # noqa: E402
 from es.training import one_blas_thread  # noqa: E402
@@ -62,7 +62,8 @@ def main():
     args = ap.parse_args()
     if args.games < 2 or args.games % 2:
         raise SystemExit("--games must be even and >= 2")
-    center = es.checkpoint.load_checkpoint(args.checkpoint)[0].astype(np.float32)
+    agent_problem, center, _ = load_agent(args.checkpoint)     # the checkpoint's own policy
+    center = center.astype(np.float32)
     task = GenerationTask(seed=args.seed, generation=0, sigma=args.sigma, antithetic=True,
                           population=args.population, center=center)
     members = np.arange(args.population)
@@ -70,7 +71,7 @@ def main():
     game_seeds = 50_000 + np.arange(args.games)
     t0 = time.perf_counter()
     with one_blas_thread():
-        problem = PongProblem(max_steps=args.max_steps)
+        problem = PongProblem(agent_problem.policy_spec, max_steps=args.max_steps)
         rows = np.tile(members, args.games)
         seeds = np.repeat(game_seeds, args.population)
         scores, lengths = problem.run_episodes(task.member_params(members), rows, seeds)
@@ -84,7 +85,8 @@ def main():
                         centered_ranks(S[[g for g in range(args.games) if g not in a]].mean(0)) @ eps)
                  for a in itertools.combinations(range(args.games), half) if 0 in a]
     member_var = S.mean(0).var(ddof=1) - S.var(0, ddof=1).mean() / args.games   # between members, unbiased
-    out = {"benchmark": "pong_fitness_noise", "checkpoint": args.checkpoint, "population": args.population,
+    out = {"benchmark": "pong_fitness_noise", "checkpoint": args.checkpoint,
+           "policy": agent_problem.policy_spec["type"], "population": args.population,
            "sigma": args.sigma, "games": args.games, "max_steps": args.max_steps,
            "mean_score": float(S.mean()), "game_means": [float(m) for m in S.mean(1)],
            "mean_agent_steps": float(np.mean(lengths)),
