@@ -39,3 +39,22 @@ def test_bad_weights_give_a_clear_error(tmp_path, capsys):
     (tmp_path / "junk.npz").write_bytes(AGENT.read_bytes()[:100])
     assert main(["eval", str(tmp_path / "junk.npz"), "--episodes", "1"]) == 2
     assert "corrupt" in capsys.readouterr().err
+
+
+def test_the_shipped_score_is_on_games_the_run_never_trained_on():
+    """agent.json's evaluation seeds hold no game seed of any generation of the run, and the
+    ship script refuses seeds that do (before it writes anything)."""
+    import subprocess
+    import sys
+    from es.seeding import episode_seeds
+    cfg, first = INFO["config"], INFO["eval"]["seed"]
+    trained = {int(s) for g in range(INFO["generations"]) for s in episode_seeds(cfg["seed"], g, 1)}
+    assert not trained & set(range(first, first + INFO["eval"]["episodes"]))
+    assert INFO["eval"]["episodes"] >= 20 and INFO["meets_bar"] and INFO["eval"]["agent_mean"] >= 0
+    root = AGENT.parents[1]
+    before = AGENT.read_bytes()
+    out = subprocess.run([sys.executable, str(root / "scripts" / "ship_pong_agent.py"), str(root / "docs" / "runs" /
+                          "pong-objects-s9"), "--seed", str(min(trained)), "--episodes", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "trained on" in out.stderr
+    assert AGENT.read_bytes() == before
