@@ -1,6 +1,8 @@
 """Cost of rebuilding perturbations from seeds: one generator per antithetic pair against
-one per block of 16 pairs (what es.noise does), for a generation of population 256.
-Prints one JSON line.
+one per block of 16 pairs (what es.noise does), for a generation of population 256; and the
+master's weighted sum of the noise rows (``weighted_noise_sum``, rows added one by one in a
+fixed order: the same bits on any CPU) against the BLAS product it replaced, on the same
+blocks, at a few population x parameter sizes. Prints one JSON line.
 
     python benchmarks/noise.py
 """
@@ -36,6 +38,25 @@ def main():
         out[f"per_pair_ms_dim{dim}"] = 1e3 * timed(lambda: per_pair(0, 1, pairs, dim))
         out[f"per_block_ms_dim{dim}"] = 1e3 * timed(lambda: noise.pair_noise(0, 1, pairs, dim))
     out["generator_us"] = 1e6 * timed(lambda: noise.rng_for(0, 0, 1, 2), repeat=2000)
+    for population, dim in ((256, 3531), (1024, 3531), (256, 100_000)):
+        weights = np.random.default_rng(0).standard_normal(population).astype(np.float32)
+        pw = weights[0::2] - weights[1::2]
+        blocks = [noise.noise_block(0, 1, b, dim) for b in range(len(pw) // noise.PAIRS_PER_BLOCK)]
+
+        def rows_in_order():
+            total = np.zeros(dim, np.float32)
+            for b, block in enumerate(blocks):
+                noise.add_weighted_rows(total, pw[16 * b:16 * b + 16], block)
+
+        def blas():
+            total = np.zeros(dim, np.float32)
+            for b, block in enumerate(blocks):
+                total += pw[16 * b:16 * b + 16] @ block
+        key = f"{population}x{dim}"
+        repeat = 20 if dim < 10_000 else 5
+        out[f"sum_in_order_ms_{key}"] = 1e3 * timed(rows_in_order, repeat)
+        out[f"sum_blas_ms_{key}"] = 1e3 * timed(blas, repeat)
+        out[f"update_ms_{key}"] = 1e3 * timed(lambda: noise.weighted_noise_sum(0, 1, weights, dim), repeat)
     print(json.dumps(out))
 
 
