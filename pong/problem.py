@@ -40,6 +40,7 @@ class PongProblem(Problem):
             if self.policy_spec.get("type") != "pong_dense" or self.policy_spec.get("hidden"):
                 raise ValueError("head= replaces the read-out of the linear dense policy only")
             self.policy.head_fn = head
+        self.local_only = head is not None     # holds a notebook's function: worker processes get this object
         self.max_steps, self.num_envs = int(max_steps), int(num_envs)
         if tie_break not in (None, "length"):
             raise ValueError(f"tie_break must be None or 'length', got {tie_break!r}")
@@ -66,8 +67,8 @@ class PongProblem(Problem):
                 "num_envs": self.num_envs}
         if self.tie_break is not None:
             spec["tie_break"] = self.tie_break
-        if getattr(self.policy, "head_fn", None) is not None:
-            spec["local_only"] = True   # holds a notebook's function: worker processes get this object itself
+        if self.local_only:
+            spec["local_only"] = True
         return spec
 
     def __getstate__(self):   # games stay behind; each process builds its own
