@@ -7,7 +7,6 @@ import pytest
 
 from pong.env import downsample, downsample_batch, make_pong, stack_batch
 from pong.games import PongGames, StartStates, _new_ale, ale_seed
-from pong.problem import PongProblem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,9 +86,8 @@ def test_downsample_is_exact_area_averaging():
 def test_the_shipped_agent_scores_the_same_in_training_games_and_in_ale_pong_v5():
     """A fixed (trained) policy: whole games through PongProblem (training, replay, eval) and
     through gymnasium's ALE/Pong-v5 give the same scores and lengths, seed by seed."""
-    from es.checkpoint import load_checkpoint
-    center = load_checkpoint(ROOT / "pong" / "agent.npz")[0]
-    problem = PongProblem()
+    from es.play import load_agent
+    problem, center, _ = load_agent(ROOT / "pong" / "agent.npz")     # with the policy it was trained with
     seeds = [100, 101, 102, 103]
     scores, lengths = problem.play(center, seeds)
     layers = problem.policy.unflatten(center[None])

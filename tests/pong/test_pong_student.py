@@ -119,12 +119,14 @@ def test_edited_fitness_is_rejected(alice_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_forged_chain_towards_the_shipped_agent_is_caught_by_replaying_games(alice_run, tmp_path):
-    """Fitness invented so that each update moves towards the shipped agent, and the centers
-    those updates give: the chain checks out, but the games do not give that fitness."""
+def test_a_forged_chain_towards_a_trained_agent_is_caught_by_replaying_games(alice_run, tmp_path):
+    """Fitness invented so that each update moves towards a trained agent with the student's
+    policy (an earlier attempt's, docs/runs/pong-dense-s0), and the centers those updates give:
+    the chain checks out, but the games do not give that fitness."""
     run = copy_run(alice_run, tmp_path / "run")
     config = student_config("alice")
-    target = load_checkpoint(ROOT / "pong" / "agent.npz")[0].astype(np.float64)
+    target = load_checkpoint(ROOT / "docs" / "runs" / "pong-dense-s0" / "checkpoint.npz")[0].astype(np.float64)
+    assert target.size == POLICY.num_params
     centers, state, forged = [POLICY.initial_params(config.seed)], None, []
     for g in range(GENERATIONS):
         noise = perturbations(config.seed, g, config.population, target.size)
