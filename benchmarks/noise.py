@@ -16,6 +16,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from es import noise  # noqa: E402
+from es.rowsum import add_weighted_rows  # noqa: E402
 
 
 def per_pair(seed, generation, pairs, dim):
@@ -41,17 +42,18 @@ def main():
     for population, dim in ((256, 3531), (1024, 3531), (256, 100_000)):
         weights = np.random.default_rng(0).standard_normal(population).astype(np.float32)
         pw = weights[0::2] - weights[1::2]
-        blocks = [noise.noise_block(0, 1, b, dim) for b in range(len(pw) // noise.PAIRS_PER_BLOCK)]
+        per_block = noise.PAIRS_PER_BLOCK
+        blocks = [noise.noise_block(0, 1, b, dim) for b in range(len(pw) // per_block)]
 
         def rows_in_order():
             total = np.zeros(dim, np.float32)
             for b, block in enumerate(blocks):
-                noise.add_weighted_rows(total, pw[16 * b:16 * b + 16], block)
+                add_weighted_rows(total, pw[per_block * b:per_block * (b + 1)], block)
 
         def blas():
             total = np.zeros(dim, np.float32)
             for b, block in enumerate(blocks):
-                total += pw[16 * b:16 * b + 16] @ block
+                total += pw[per_block * b:per_block * (b + 1)] @ block
         key = f"{population}x{dim}"
         repeat = 20 if dim < 10_000 else 5
         out[f"sum_in_order_ms_{key}"] = 1e3 * timed(rows_in_order, repeat)

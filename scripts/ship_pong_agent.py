@@ -76,7 +76,8 @@ def main():
                f"(training score within {cfg['max_steps']} steps)")
     result = evaluate_checkpoint(PONG / "agent.npz", episodes=args.episodes, seed=args.seed)
     result.pop("checkpoint", None)
-    info = {"command": train_command(cfg, args.run), "policy": policy, "seed": cfg["seed"], "generations": meta["generation"], "env_steps": meta["env_steps"],
+    info = {"command": train_command(cfg, args.run), "policy": policy, "seed": cfg["seed"],
+            "generations": meta["generation"], "env_steps": meta["env_steps"],
             "frames": 4 * meta["env_steps"], "wall_seconds": round(meta["train_seconds"], 1),
             "machine": "2 cores (shared VM)", "config": cfg,
             "selected_on": args.selected_on,
