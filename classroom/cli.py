@@ -3,8 +3,11 @@
     python -m classroom notebooks [--check] [--execute [NAME ...]]   # source/ -> notebooks/, solutions/
     python -m classroom release DIR                                   # what students get, no answer key
     python -m classroom grade SUBMISSIONS... [--csv F] [--feedback D] # grade notebooks or a class
+    python -m classroom preflight                                     # can this machine grade? (a known answer)
 
-Bad input exits with status 2 and one line on stderr that says what is wrong.
+Bad input exits with status 2 and one line on stderr that says what is wrong. ``grade``: 0 when
+every submission was graded, 3 when the preflight failed (nothing graded, nothing written), 4
+when some submissions are ungraded (the grader's own machinery failed on them).
 """
 from __future__ import annotations
 
@@ -45,6 +48,9 @@ def add_commands(sub) -> None:
                         "FILE-checks.csv with one row per student and check")
     g.add_argument("--checks-csv", type=Path, default=None, metavar="FILE",
                    help="where to write the per-check CSV instead of next to --csv")
+    g.add_argument("--csv-format", choices=("course", "canvas", "moodle"), default="course",
+                   help="the gradebook's layout: ours (with a status column), or the CSV that Canvas (Grades > "
+                        "Import) or Moodle (Grades > Import > CSV file) imports; one column per milestone and the total")
     g.add_argument("--feedback", type=Path, default=None, metavar="DIR",
                    help="write a feedback file per student into DIR")
     g.add_argument("--feedback-format", choices=("md", "html"), default="md", help="Markdown or HTML feedback")
@@ -66,6 +72,22 @@ def add_commands(sub) -> None:
                    help="the folder whose packages graded kernels may import (default: this checkout; in the "
                         "sandbox without solutions/, source/, tests/, .git and the answer key; a release folder holds "
                         "no answer key, but without the sandbox a kernel can read any file the grader can)")
+
+
+def add_preflight(sub) -> None:
+    p = sub.add_parser("preflight", help="grade a known answer in a sandboxed kernel: can this machine grade?",
+                       description="What `grade` does first: one sandboxed kernel grades a known answer. Exit 0 "
+                                   "when it scores full marks, 3 with the cause and the fix when not.")
+    p.add_argument("--support-path", type=Path, default=None, metavar="DIR",
+                   help="the folder whose packages graded kernels import (as for grade)")
+    p.add_argument("--json", action="store_true", help="one JSON line")
+
+
+def cmd_preflight(args) -> int:
+    from .preflight import main as preflight
+    if args.support_path is not None and not args.support_path.is_dir():
+        raise ESError(f"--support-path {args.support_path} is not a folder")
+    return preflight(args.support_path, args.json)
 
 
 def cmd_notebooks(args) -> int:
@@ -95,17 +117,19 @@ def cmd_grade(args) -> int:
                        check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
                        submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
                        student=args.student, feedback_format=args.feedback_format, support_path=args.support_path,
-                       checks_csv=args.checks_csv)
+                       checks_csv=args.checks_csv, csv_format=args.csv_format)
 
 
 
-COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade}
+COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade, "preflight": cmd_preflight}
 
 
 def build_parser(prog: str = "python -m classroom") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="The ES course: build the notebooks, grade submissions.",
                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_commands(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_commands(sub)
+    add_preflight(sub)
     return p
 
 
@@ -114,8 +138,12 @@ def main(argv=None, prog: str = "python -m classroom") -> int:
     from es.cli import Terminated, _on_sigterm
     args = build_parser(prog).parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    from .preflight import EXIT_STATUS, PreflightFailed
     try:
         return COMMANDS[args.command](args)
+    except PreflightFailed as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_STATUS
     except ESError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -48,19 +48,24 @@ def blocks(s: Student) -> list:
     rows = student_rows(s)
     out: list = [("h1", f"Feedback for {s.name}"),
                  ("p", f"Graded as {s.name}: {s.how}.")]
-    parts = ", ".join(f"{m} {book[m]}/{sum(r['max'] for r in rows if r['milestone'] == m)}" for m in MILESTONES)
-    line = f"Total: {book['total']} / {book['max']} ({parts})."
+    shown = lambda v: "ungraded" if v is None else v      # noqa: E731
+    parts = ", ".join(f"{m} {shown(book[m])}/{sum(r['max'] for r in rows if r['milestone'] == m)}" for m in MILESTONES)
+    line = f"Total: {shown(book['total'])} / {book['max']} ({parts})."
     if extras_points():
-        line += f" Extras: {book['extras']} / {extras_points()} (a bonus, not in the total)."
+        line += f" Extras: {shown(book['extras'])} / {extras_points()} (a bonus, not in the total)."
     out.append(("p", line))
+    if book["status"] != "graded":
+        out.append(("p", "Not graded yet: the grader's own machinery failed on part of this submission (not your "
+                    f"code), so that part has no points until it is graded again. {book['status']}"))
     by_notebook: dict[str, list] = {}
     for r in rows:
         by_notebook.setdefault(r["notebook"], []).append(r)
     results = {res.get("course_notebook"): res for res in s.results}
     for course, checks in by_notebook.items():
         res = results.get(course)
-        got, mx = sum(r["points"] for r in checks), sum(r["max"] for r in checks)
-        out.append(("h2", f"{course}: {got} / {mx}"))
+        got, mx = sum(r["points"] or 0 for r in checks), sum(r["max"] for r in checks)
+        ungraded = any(r["points"] is None for r in checks)
+        out.append(("h2", f"{course}: {'ungraded' if ungraded else got} / {mx}"))
         if res is None:
             out.append(("p", f"No notebook {course}.ipynb was found in {s.root.name}/."))
         else:
@@ -73,7 +78,7 @@ def blocks(s: Student) -> list:
             if res.get("error"):
                 out.append(("p", f"Error: {res['error']}"))
         out.append(("table", ["check", "milestone", "points", "message"],
-                    [[r["name"], r["milestone"], f"{r['points']} / {r['max']}",
+                    [[r["name"], r["milestone"], f"{shown(r['points'])} / {r['max']}",
                       r["message"] + (f" ({r['detail']})" if r.get("detail") else "")] for r in checks]))
         for r in checks:
             if isinstance(r.get("pong"), dict):

@@ -70,7 +70,8 @@ def student_of(path: Path) -> str:
 # ---------------------------------------------------------------- in the child
 def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: int = 0, only=None,
                 student: str | None = None, *, root=None, folder=None, private=None, uid=None,
-                support_path=None, workdir: str | None = None, isolation: str = "none", how: str | None = None) -> dict:
+                support_path=None, workdir: str | None = None, isolation: str = "none", how: str | None = None,
+                secret=()) -> dict:
     """The grading itself, in this process (``grade`` runs it in an isolated child): the
     notebook at ``path`` (a regular file the grader checked), whose student folder is ``root``
     and whose own folder, as submitted, is ``folder``."""
@@ -103,7 +104,8 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
     notes: list[str] = []
     run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source) for c in cells])
     kernel = _KernelFactory(private, uid, support_path, folder, workdir or f"/submission/{_safe(given['STUDENT_ID'])}",
-                            isolation, notes)
+                            isolation, notes, secret)
+    ended: list[int] = []          # code cells (1-based) that ended the kernel
     client = _client(run, len(cells), cell_timeout, private)
 
     def replay():
@@ -117,8 +119,12 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
                     client.execute_cell(cell, i)
                 except (CellTimeoutError, DeadKernelError) as exc:
                     skipped.append(i)
-                    why = "did not finish in time" if isinstance(exc, CellTimeoutError) else "killed the kernel"
-                    notes.append(f"code cell {i + 1} {why}; graded without it")
+                    if isinstance(exc, CellTimeoutError):
+                        notes.append(f"code cell {i + 1} did not finish in time; graded without it")
+                    else:
+                        ended.append(i + 1)
+                        notes.append(f"your notebook ended its kernel in code cell {i + 1} (os._exit, a crash or out "
+                                     "of memory); graded without that cell")
                     kernel.stop(client)
                     break
             else:
@@ -153,17 +159,26 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
             row["message"] = _run_check(row, execute, check_timeout, input_seed(seed, row["name"]), given)
             if row["message"] == "passed":
                 row["points"] = row["max"]
-            elif row["message"].endswith(_GONE):
+            elif ended and " define " in row["message"] and "did not run" in row["message"]:
+                row["message"] += (f"; your notebook ended its kernel in code cell {ended[0]}, so it was graded "
+                                   "without that cell")
+            if row["message"].endswith(_GONE):
                 kernel.stop(client)
                 replay()                 # the next check gets a kernel in a known state
-    except Exception as exc:         # the machinery itself failed: every check not yet graded says why
+    except FolderFault as exc:       # the submission's files keep the kernel from starting: its doing
         for r in rows:
             if not r["message"]:
-                r["message"] = f"{r['name']}: not graded: {exc.__class__.__name__}: {str(exc)[:200]}"
+                r["message"] = f"{r['name']}: 0 points: {exc}"
+    except Exception as exc:         # the grader's own machinery failed: ungraded, never 0 points
+        why = str(exc) if isinstance(exc, GraderFault) else f"the grader failed: {exc.__class__.__name__}: {str(exc)[:200]}"
+        out["ungraded"] = why[:800]
+        for r in rows:
+            if not r["message"]:
+                r["points"], r["message"] = None, f"{r['name']}: ungraded: {why[:300]}"
     finally:
         kernel.stop(client)
     out["checks"] = rows
-    out["total"] = sum(r["points"] for r in rows)
+    out["total"] = sum(r["points"] or 0 for r in rows)
     if kernel.survived:
         out["survivors"] = kernel.survived
     if notes:
@@ -192,35 +207,115 @@ def _client(run, student_cells: int, cell_timeout: int, private: Path):
                   resources={"metadata": {"path": str(private)}})
 
 
-class _KernelFactory:
-    """Starts the notebook's kernels: in ``classroom.sandbox`` (uid ``uid``) when ``isolation``
-    is ``"namespaces"``, else as a plain child process; either way in a fresh copy of the
-    submission's folder, with ``support_path`` and the grader's probe on its import path."""
+class GraderFault(Exception):
+    """The grader's own machinery failed (a kernel that does not start even in an empty
+    folder, a sandbox that cannot be built): the submission is *ungraded*, never 0 points."""
 
-    def __init__(self, private: Path, uid, support_path: Path, folder: Path, workdir: str, isolation: str, notes):
+
+class FolderFault(Exception):
+    """The kernel starts in an empty folder but not in a copy of the submission's: the
+    submission's own files broke it (a ``numpy.py`` that shadows NumPy, say): graded, 0 points."""
+
+
+class _NoKernel(Exception):
+    pass
+
+
+BOOT_MARKER = "@@ES-BOOT@@"
+
+
+def boot_source(files=()) -> str:
+    """A cell the grader runs in every new kernel before any student cell: can the kernel
+    import the grader's probe, and read the support code's ``files`` (the grader lists the
+    ones it sees)? Nothing of the support code or NumPy is executed (a notebook may set things
+    up before it imports them)."""
+    return f"""def _es_boot():
+    import importlib.util, json
+    try:
+        import {PROBE_PACKAGE}.probe
+        for name in ("{PROBE_PACKAGE}.wire", "numpy"):
+            spec = importlib.util.find_spec(name)
+            if spec is None:
+                return {{"error": "ModuleNotFoundError: no module named " + name}}
+            if spec.has_location and spec.origin:
+                open(spec.origin, "rb").close()
+        for path in {list(map(str, files))!r}:
+            open(path, "rb").close()
+        return {{"ok": True}}
+    except BaseException as exc:
+        return {{"error": exc.__class__.__name__ + ": " + str(exc)}}
+print("{BOOT_MARKER}" + __import__("json").dumps(_es_boot()), flush=True)
+del _es_boot"""
+
+
+SUPPORT_FILES = ("es/__init__.py", "classroom/__init__.py", "classroom/check.py", "classroom/wire.py")
+
+
+class _KernelFactory:
+    """Starts the notebook's kernels: in ``classroom.sandbox`` (uid ``uid`` as root, or
+    bubblewrap) when ``isolation`` says so, else as a plain child process; either way in a fresh
+    copy of the submission's folder, with ``support_path`` and the grader's probe on its import
+    path. A kernel that does not start (or cannot import the grader's probe) is tried once more
+    in an empty folder: if that one starts, the submission's files are to blame
+    (``FolderFault``), else the grader's machinery (``GraderFault``)."""
+
+    def __init__(self, private: Path, uid, support_path: Path, folder: Path, workdir: str, isolation: str, notes,
+                 secret=()):
         from . import sandbox
         self.private, self.uid, self.support, self.folder = private, uid, support_path, folder
         self.workdir, self.isolation, self.notes, self.survived, self.count = workdir, isolation, notes, [], 0
+        self.secret, self.namespaces, self.stderr = tuple(secret), set(), None
         probe = private / "probe" / PROBE_PACKAGE
         probe.mkdir(parents=True, exist_ok=True)
         for name in ("probe.py", "wire.py"):
             (probe / name).write_bytes((Path(__file__).parent / name).read_bytes())
         (probe / "__init__.py").write_text("")
+        for p in (probe.parent, probe, *probe.iterdir()):     # the kernel's to read, whatever the grader's umask
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.sandbox = sandbox
 
     def start(self, client) -> None:
+        try:
+            self._start(client, self.folder)
+            return
+        except _NoKernel as exc:
+            first = str(exc)
+        self.stop(client)
+        try:
+            self._start(client, None)          # an empty folder: the submission's files, or the machinery?
+        except _NoKernel as exc:
+            self.stop(client)
+            raise GraderFault(f"no kernel could be started for grading: {exc}") from None
+        self.stop(client)
+        raise FolderFault(f"the kernel does not start in a copy of your folder ({first[:300]}), though it starts in an "
+                          "empty folder: a file in your folder shadows a module Python or the kernel needs (a numpy.py, "
+                          "an es/ folder, ...); rename it")
+
+    def _start(self, client, folder) -> None:
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.manager import AsyncKernelManager
         self.count += 1
         kdir = self.private / f"kernel{self.count}"
         work = kdir / "work"
-        left = self.sandbox.owned_copy(self.folder, work, self.uid if self.isolation == "namespaces" else None)
+        jailed = self.isolation in ("namespaces", "bubblewrap")
+        if folder is None:
+            work.mkdir(parents=True)
+            if self.uid is not None and self.isolation == "namespaces":
+                os.chown(work, self.uid, self.uid)
+            left = []
+        else:
+            left = self.sandbox.owned_copy(folder, work, self.uid if self.isolation == "namespaces" else None)
+        os.chmod(kdir, 0o755)
         if left and self.count == 1:
             self.notes.append(f"left out of the kernel's copy of the folder (too large): {', '.join(left[:5])}")
         env = {"ES_COURSE_FAST": "1", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-        if self.isolation == "namespaces":
-            name = self.sandbox.kernel_spec(kdir, uid=self.uid, support_path=self.support, workdir_src=work,
-                                            workdir=self.workdir, probe_dir=self.private / "probe", env=env)
+        if jailed:
+            try:
+                name = self.sandbox.kernel_spec(kdir, uid=self.uid, support_path=self.support, workdir_src=work,
+                                                workdir=self.workdir, probe_dir=self.private / "probe", env=env,
+                                                backend=self.isolation, secret=self.secret)
+            except self.sandbox.SandboxError as exc:
+                raise GraderFault(str(exc)) from None
             ksm = KernelSpecManager(kernel_dirs=[str(kdir / "kernels")])
             cwd = str(self.private)
         else:
@@ -234,9 +329,44 @@ class _KernelFactory:
                 "env": {**env, "PYTHONPATH": pythonpath, "ES_GRADE_INSTALLED": str(self.support)}}))
             ksm = KernelSpecManager(kernel_dirs=[str(kdir / "kernels")])
             cwd = str(work)
+        self.stderr = _Tail()
         client.km = AsyncKernelManager(kernel_name=name, kernel_spec_manager=ksm)
-        client.start_new_kernel(cwd=cwd)
-        client.start_new_kernel_client()
+        process = None
+        try:
+            try:
+                client.start_new_kernel(cwd=cwd, stderr=self.stderr.fd)
+                process = getattr(client.km.provisioner, "process", None)
+            finally:
+                self.stderr.close_writer()
+            client.start_new_kernel_client()
+        except Exception as exc:
+            raise _NoKernel(_said(exc, self.stderr) + _exit_status(process)) from None
+        if self.isolation == "bubblewrap":
+            self.namespaces |= self.sandbox.namespaces_below(client.km.provisioner.pid)
+        reply = self._boot(client)
+        if "error" in reply:
+            raise _NoKernel(f"in the kernel: {reply['error']}")
+
+    def _boot(self, client) -> dict:
+        import nbformat
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        cell = nbformat.v4.new_code_cell(boot_source([self.support / f for f in SUPPORT_FILES
+                                                       if (self.support / f).is_file()]))
+        client.nb.cells.append(cell)
+        try:
+            client.execute_cell(cell, len(client.nb.cells) - 1)
+        except (CellTimeoutError, DeadKernelError) as exc:
+            return {"error": f"the kernel died or hung at start ({exc.__class__.__name__}){_last_words(self.stderr)}"}
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        for line in text.splitlines():
+            if line.startswith(BOOT_MARKER):
+                try:
+                    reply = json.loads(line[len(BOOT_MARKER):])
+                    return reply if isinstance(reply, dict) else {"error": "unreadable"}
+                except ValueError:
+                    break
+        errors = [f"{o.get('ename')}: {o.get('evalue')}" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        return {"error": errors[0] if errors else "the kernel did not answer the grader's first request"}
 
     def stop(self, client) -> None:
         import shutil
@@ -245,7 +375,75 @@ class _KernelFactory:
             left = self.sandbox.kill_uid(self.uid)
             if left:
                 self.survived = left
+        if self.isolation == "bubblewrap" and self.namespaces:
+            left = self.sandbox.kill_namespaces(self.namespaces)
+            if left:
+                self.survived = left
+        if self.stderr is not None:
+            self.stderr.close()
         shutil.rmtree(self.private / f"kernel{self.count}" / "work", ignore_errors=True)
+
+
+class _Tail:
+    """A pipe for a kernel's standard error, drained by a thread that keeps its last 8 kB
+    (what a kernel that dies at start says; a notebook writing gigabytes fills nothing)."""
+
+    KEEP = 8192
+
+    def __init__(self):
+        self._r, self.fd = os.pipe()
+        self.text = b""
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                b = os.read(self._r, 1 << 16)
+            except OSError:
+                return
+            if not b:
+                return
+            self.text = (self.text + b)[-self.KEEP:]
+
+    def close_writer(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def last(self, wait: float = 0.0) -> str:
+        self._thread.join(timeout=wait)
+        return self.text.decode(errors="replace")
+
+    def close(self) -> None:
+        self.close_writer()
+        self._thread.join(timeout=2)
+        if not self._thread.is_alive():
+            try:
+                os.close(self._r)
+            except OSError:
+                pass
+
+
+def _last_words(tail) -> str:
+    """The end of a kernel's standard error, for a message: ``; it said: ...``."""
+    if tail is None:
+        return ""
+    lines = [line for line in tail.last(wait=1.0).strip().splitlines() if line.strip()]
+    return f"; it said: {' | '.join(lines[-3:])[:600]}" if lines else ""
+
+
+def _exit_status(process) -> str:
+    """``; the kernel's process exited with status N`` where it has exited."""
+    try:
+        code = process.wait(timeout=2)
+    except Exception:
+        return ""
+    return f"; the kernel's process exited with status {code}"
+
+
+def _said(exc: Exception, tail) -> str:
+    return f"{exc.__class__.__name__}: {str(exc)[:200]}{_last_words(tail)}"
 
 
 _GONE = "(the kernel was restarted for the next check)"
@@ -469,7 +667,7 @@ def _child_main(argv=None) -> None:
         res = _grade_here(args.pop("notebook"), args.pop("cell_timeout"), args.pop("check_timeout"), args.pop("seed"),
                           None if only is None else set(only), args.pop("student"), **args)
     except BaseException as exc:
-        res = {"error": f"the grader failed: {exc.__class__.__name__}: {str(exc)[:300]}"}
+        res = {"ungraded": f"the grader failed: {exc.__class__.__name__}: {str(exc)[:300]}"}
     with os.fdopen(fd, "wb") as f:
         f.write(json.dumps(res).encode())
 
@@ -511,8 +709,10 @@ def _kill_tree(pid: int) -> list[int]:
     return kill_until_gone(lambda: [p for p in _descendants(pid) | {pid} if _alive(p)])
 
 
-def validate(raw, names: list[str]) -> list[dict]:
-    """The rows the grader accepts: its own checks, each 0 or its maximum, whatever the child said."""
+def validate(raw, names: list[str], ungraded: str | None = None) -> list[dict]:
+    """The rows the grader accepts: its own checks, each 0 or its maximum, whatever the child
+    said; a check the child left ungraded (the grader's machinery failed, ``ungraded`` says how)
+    has no points (None), never 0."""
     given = {}
     if isinstance(raw, list):
         given = {r.get("name"): r for r in raw if isinstance(r, dict) and isinstance(r.get("name"), str)}
@@ -520,10 +720,15 @@ def validate(raw, names: list[str]) -> list[dict]:
     for n in names:
         milestone, mx = CHECKS[n][0], CHECKS[n][1]
         r = given.get(n, {})
-        ok = r.get("points") in (0, mx) and not isinstance(r.get("points"), bool)
+        points = r.get("points")
+        ok = points in (0, mx) and not isinstance(points, bool)
         message = r.get("message") if isinstance(r.get("message"), str) else ""
-        row = {"name": n, "milestone": milestone, "points": r["points"] if ok else 0, "max": mx,
-               "message": message[:1500] if ok else f"{n}: not graded (no valid result)"}
+        if ungraded is not None and not ok:
+            row = {"name": n, "milestone": milestone, "points": None, "max": mx,
+                   "message": message[:1500] if points is None and message else f"{n}: ungraded: {ungraded[:300]}"}
+        else:
+            row = {"name": n, "milestone": milestone, "points": points if ok else 0, "max": mx,
+                   "message": message[:1500] if ok else f"{n}: not graded (no valid result)"}
         if ok and isinstance(r.get("detail"), str):
             row["detail"] = r["detail"][:1000]
         if ok and isinstance(r.get("pong"), dict):
@@ -591,7 +796,7 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
     t0 = time.monotonic()
     problem = inspect_notebook(path, root)
     if problem:
-        out.update(checks=[], total=0, max=0, error=problem, seconds=0.0)
+        out.update(checks=[], total=0, max=0, error=problem, seconds=0.0, status="graded")
         return out
     lease = sandbox.UidLease() if isolation == "namespaces" else None
     private = Path(tempfile.mkdtemp(prefix="es-grade-"))
@@ -603,6 +808,8 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
                 "only": sorted(only) if only is not None else None, "private": str(private), "result_fd": w,
                 "uid": lease.uid if lease else None, "isolation": isolation, "how": how,
                 "support_path": str(Path(support_path or ROOT).resolve()),
+                # never in the kernel's view, even where they lie inside a folder it is given
+                "secret": [str(root), str(root.parent), str(private), str(path.parent)],
                 "workdir": "/submission/" + "/".join(map(_safe, [student, *path.parent.relative_to(root).parts]))}
         boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from classroom.grade import _child_main; _child_main()"
         proc = subprocess.Popen([sys.executable, "-I", "-c", boot, json.dumps(args)], stdin=subprocess.DEVNULL,
@@ -624,13 +831,17 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
                     chunks.append(b)
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
+        namespaces: set[str] = set()
         try:
             proc.wait(timeout=submission_timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
+            if isolation == "bubblewrap":
+                namespaces = sandbox.namespaces_below(proc.pid)
             left = _kill_tree(proc.pid)
             proc.wait()
+        left += sandbox.kill_namespaces(namespaces)
         if lease is not None:
             left += sandbox.kill_uid(lease.uid)
         reader.join(timeout=10)
@@ -652,26 +863,46 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
         child = {"notebook": child.get("notebook"), "error": "a process the notebook started could not be stopped; "
                  "its result is not used"}
     out["notebook"] = child.get("notebook") if isinstance(child.get("notebook"), str) else ""
+    if not child and not timed_out:          # no word from the child: which checks went ungraded?
+        out["notebook"] = _name_from_file(path)
     names = checks_for(out["notebook"])
-    out["checks"] = validate(child.get("checks"), names)
+    # Whose failure: the student's (a hang past the limit, a notebook the grader cannot read, a
+    # process that will not die: graded, 0 points) or the grader's (no result at all, a fault it
+    # reported: ungraded, no points).
+    ungraded = child.get("ungraded") if isinstance(child.get("ungraded"), str) else None
+    if not child and not timed_out:
+        ungraded = (f"the grading process ended without a result (exit status {proc.returncode}: killed, out of "
+                    "memory or a full disk?)")
+    out["checks"] = validate(child.get("checks"), names, ungraded if not timed_out else None)
     if timed_out:
         for r_ in out["checks"]:
             if not r_["points"]:
                 r_["message"] = f"{r_['name']}: not graded: the submission used up its {submission_timeout} s limit"
         out["error"] = f"stopped after {submission_timeout} s (the grading limit per submission)"
+        ungraded = None
     elif isinstance(child.get("error"), str):
         out["error"] = child["error"][:300]
         for r_ in out["checks"]:
             if r_["message"].endswith("(no valid result)"):
                 r_["message"] = f"{r_['name']}: not graded: {out['error']}"
-    elif not child:
-        out["error"] = "the grading process ended without a result"
+    if ungraded is not None:
+        out["error"] = f"ungraded: {ungraded[:600]}"
     if isinstance(child.get("notes"), list):
-        out["notes"] = [str(n)[:200] for n in child["notes"][:20]]
-    out["total"] = sum(r_["points"] for r_ in out["checks"])
+        out["notes"] = [str(n)[:300] for n in child["notes"][:20]]
+    out["status"] = "graded" if ungraded is None else f"ungraded: {ungraded[:600]}"
+    out["total"] = sum(r_["points"] or 0 for r_ in out["checks"])
     out["max"] = sum(r_["max"] for r_ in out["checks"])
     out["seconds"] = round(time.monotonic() - t0, 1)
     return out
+
+
+def _name_from_file(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            nb = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        nb = {}
+    return notebook_name(nb if isinstance(nb, dict) else {}, path)
 
 
 def table(result: dict) -> str:
@@ -681,6 +912,8 @@ def table(result: dict) -> str:
         lines.append(f"  error: {result['error']}")
     for r in result["checks"]:
         status = "" if r["points"] == r["max"] else f"  {r['message']}"
-        lines.append(f"  {r['milestone']:<7} {r['name']:<20} {r['points']:>2} / {r['max']:<2}{status}")
-    lines.append(f"  total {result['total']} / {result['max']}")
+        points = "--" if r["points"] is None else r["points"]
+        lines.append(f"  {r['milestone']:<7} {r['name']:<20} {points:>2} / {r['max']:<2}{status}")
+    ungraded = str(result.get("status", "graded")).startswith("ungraded")
+    lines.append(f"  total {'ungraded' if ungraded else result['total']} / {result['max']}")
     return "\n".join(lines)

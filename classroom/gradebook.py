@@ -14,11 +14,25 @@ feedback), each in its own isolated child (``classroom.grade.grade``), ``--jobs`
 the longest first. All notebooks of a student use one input seed, printed in the feedback
 with the command that grades the student again on the same inputs.
 
-**What comes out.** One row per student (``student, M1, M2, M3, M4, total, max`` and
-``extras`` when they carry points: a bonus, not in ``total``), a second CSV with one row per
-student and check, a class summary (per milestone the mean and how many got full marks; per
-check how many passed), and a feedback file per student (``classroom.feedback``). Nothing
-gradable (a missing path, an empty folder, no notebook) is an error: exit status 2.
+**First, a preflight** (``classroom.preflight``): one sandboxed kernel grades a known answer.
+If it cannot, nothing is graded and nothing is written: exit status 3 and one message that
+names the cause and the fix.
+
+**What comes out.** One row per student (``student, M1, M2, M3, M4, total, max``, ``extras``
+when they carry points: a bonus, not in ``total``, and ``status``), a second CSV with one row
+per student and check (with ``status``), a class summary (per milestone the mean and how many
+got full marks; per check how many passed; which sandbox the kernels had), and a feedback file
+per student (``classroom.feedback``). ``--csv-format canvas`` or ``moodle`` writes the
+gradebook in the layout those systems import instead (``LMS``).
+
+**Graded or ungraded.** A failure the student caused (a notebook that ends its kernel,
+raises, hangs past the limits, leaves a process behind, cannot be read) is *graded*: 0 for what
+it cost, with a message that says what the notebook did. A failure of the grader's own
+machinery (a kernel that does not start even in an empty folder, a grading process that died,
+an exception in the grader) leaves the submission *ungraded*: no points at all (blank cells,
+never 0), ``status`` says why, and the exit status is 4. Exit statuses: 0 every submission
+graded; 2 bad input (a missing path, nothing gradable); 3 the preflight failed; 4 some
+submissions ungraded.
 """
 from __future__ import annotations
 
@@ -31,10 +45,15 @@ from pathlib import Path
 
 from es.errors import ESError
 
-from .check import CHECKS
+from .check import CHECKS, checks_for
 from .feedback import write_feedback
-from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table
-from .records import MILESTONES, Student, extras_points, student_rows, totals
+from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table, validate
+from .records import MILESTONES, Student, extras_points, is_ungraded, student_rows, totals
+
+EXIT_GRADED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED = 0, 2, 3, 4
+MILESTONE_TITLES = {"M1": "ES in one thread solves CartPole-v1", "M2": "parallel with joblib",
+                    "M3": "distributed through Redis", "M4": "Pong better than random"}
+LMS = ("course", "canvas", "moodle")     # --csv-format
 
 NOTEBOOKS = sorted({c[2] for c in CHECKS.values()})
 # seconds a notebook's grading takes, roughly, to start the longest first
@@ -153,11 +172,18 @@ def collect(paths, student: str | None = None) -> list[Student]:
 
 def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, log=print, csv_path=None,
                 feedback=None, jobs=None, submission_timeout=3600, seed=None, only=None, student=None,
-                feedback_format="md", support_path=None, checks_csv=None) -> int:
+                feedback_format="md", support_path=None, checks_csv=None, csv_format="course", preflight=True) -> int:
+    """Grade every student found in ``paths``; the exit status (``EXIT_*``). Raises
+    ``PreflightFailed`` (nothing graded, nothing written) when the known answer does not grade."""
     from concurrent.futures import ThreadPoolExecutor
+    if csv_format not in LMS:
+        raise ESError(f"--csv-format must be one of {', '.join(LMS)}, not {csv_format}")
     students = collect(paths, student)
     if student is not None and len(students) > 1:
         raise ESError(f"--student names one submission; {len(students)} were given")
+    if preflight:
+        from . import preflight as pre
+        pre.ensure(support_path, log=None if as_json else log)
     jobs = max(1, jobs or os.cpu_count() or 1)
     for s in students:
         s.seed = secrets.randbits(63) if seed is None else int(seed)
@@ -167,8 +193,15 @@ def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, lo
 
     def one(task):
         s, course, path = task
-        res = grade(path, cell_timeout, check_timeout, submission_timeout, s.seed, only, s.name, root=s.root,
-                    how=s.how, support_path=support_path)
+        try:
+            res = grade(path, cell_timeout, check_timeout, submission_timeout, s.seed, only, s.name, root=s.root,
+                        how=s.how, support_path=support_path)
+        except Exception as exc:        # the grader's own failure: this submission is ungraded, the class goes on
+            why = f"the grader failed: {exc.__class__.__name__}: {str(exc)[:300]}"
+            res = {"submission": str(path), "notebook": course, "student": s.name, "input_seed": s.seed,
+                   "checks": validate([], checks_for(course), why), "total": 0,
+                   "max": sum(CHECKS[n][1] for n in checks_for(course)), "error": f"ungraded: {why}",
+                   "status": f"ungraded: {why}"}
         res["course_notebook"] = course
         return s, res
 
@@ -197,64 +230,129 @@ def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, lo
             written.append(write_feedback(s, feedback, feedback_format))
     if csv_path is not None:
         checks_csv = Path(checks_csv) if checks_csv else Path(csv_path).with_name(Path(csv_path).stem + "-checks.csv")
-        write_gradebook(students, csv_path)
+        write_gradebook(students, csv_path, csv_format)
         write_checks(students, checks_csv)
         written += [Path(csv_path), checks_csv]
+    ungraded = [s.name for s in students if any(is_ungraded(r) for r in s.results)]
     if not as_json:
         log(summary(students, wall, jobs))
         if written:
             log("wrote " + ", ".join(str(w) for w in written[-2:] if w.suffix == ".csv")
+                + (f" ({csv_format}'s layout)" if csv_format != "course" else "")
                 + (f" and {len(students)} feedback file(s) in {feedback}" if feedback is not None else ""))
-    return 0
+        if ungraded:
+            log(f"error: {len(ungraded)} student(s) have ungraded submissions ({', '.join(ungraded[:10])}): the "
+                f"grader's own machinery failed on them, so they have no points (status column); fix the cause and "
+                f"grade them again (exit status {EXIT_UNGRADED})")
+    return EXIT_UNGRADED if ungraded else EXIT_GRADED
 
 
-def write_gradebook(students, path) -> None:
-    cols = ["student", *MILESTONES, "total", "max"] + (["extras"] if extras_points() else [])
+def _blank(v):
+    return "" if v is None else v
+
+
+def write_gradebook(students, path, fmt: str = "course") -> None:
+    """One row per student: ours (``student, M1..M4, total, max[, extras], status``), or the
+    layout Canvas or Moodle imports (``LMS``). An ungraded milestone is a blank cell."""
+    if fmt == "canvas":
+        return _write_canvas(students, path)
+    if fmt == "moodle":
+        return _write_moodle(students, path)
+    cols = ["student", *MILESTONES, "total", "max"] + (["extras"] if extras_points() else []) + ["status"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         for s in students:
-            w.writerow(totals(s))
+            w.writerow({k: _blank(v) for k, v in totals(s).items()})
+
+
+def lms_columns() -> list[tuple[str, str, int]]:
+    """(column title, key in ``totals``, points possible) of an LMS export: one per milestone,
+    the extras when there are any, the total."""
+    cols = [(f"{m}: {MILESTONE_TITLES.get(m, m)}", m, MILESTONE_MAX[m]) for m in MILESTONES]
+    if extras_points():
+        cols.append(("Extras (bonus)", "extras", extras_points()))
+    return cols + [("es-course total", "total", sum(MILESTONE_MAX.values()))]
+
+
+def _write_canvas(students, path) -> None:
+    """Canvas's gradebook CSV (Grades > Import): Student, ID, SIS User ID, SIS Login ID,
+    Section, one column per graded item, and the "    Points Possible" row Canvas reads for
+    the denominators. The student's identifier (their folder's name) is the SIS Login ID."""
+    cols = lms_columns()
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [c[0] for c in cols])
+        w.writerow(["    Points Possible", "", "", "", ""] + [c[2] for c in cols])
+        for s in students:
+            book = totals(s)
+            w.writerow([s.name, "", "", s.name, ""] + [_blank(book.get(c[1])) for c in cols])
+
+
+def _write_moodle(students, path) -> None:
+    """Moodle's grade import from a CSV file (Grades > Import > CSV file): a column to
+    identify users by (``Username``: map it to username or ID number) and one column per grade
+    item (map each to an item, or to a new one)."""
+    cols = lms_columns()
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Username"] + [c[0] for c in cols])
+        for s in students:
+            book = totals(s)
+            w.writerow([s.name] + [_blank(book.get(c[1])) for c in cols])
 
 
 def write_checks(students, path) -> None:
-    cols = ["student", "notebook", "milestone", "check", "points", "max", "message", "submission", "input_seed"]
+    cols = ["student", "notebook", "milestone", "check", "points", "max", "message", "submission", "input_seed",
+            "status"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for s in students:
             for r in student_rows(s):
-                w.writerow([s.name, r["notebook"], r["milestone"], r["name"], r["points"], r["max"], r["message"],
-                            r["submission"], r["input_seed"]])
+                w.writerow([s.name, r["notebook"], r["milestone"], r["name"], _blank(r["points"]), r["max"],
+                            r["message"], r["submission"], r["input_seed"], r.get("status", "graded")])
 
 
 def summary(students, wall: float, jobs: int) -> str:
+    from .sandbox import describe
     n = len(students)
     book = [totals(s) for s in students]
     rows = {s.name: student_rows(s) for s in students}
     width = max([len("student")] + [len(s.name) for s in students])
     extra = ["extras"] if extras_points() else []
+    cell = lambda v, w: f"{'-' if v is None else v:>{w}}"     # noqa: E731  (- : ungraded)
     head = f"{'student':<{width}}  " + "  ".join(f"{m:>4}" for m in MILESTONES) + "  total  max" + \
-        ("  extras" if extra else "")
+        ("  extras" if extra else "") + "  status"
     lines = ["", head]
     for b in book:
-        lines.append(f"{b['student']:<{width}}  " + "  ".join(f"{b[m]:>4}" for m in MILESTONES)
-                     + f"  {b['total']:>5}  {b['max']:>3}" + (f"  {b['extras']:>6}" if extra else ""))
+        lines.append(f"{b['student']:<{width}}  " + "  ".join(cell(b[m], 4) for m in MILESTONES)
+                     + f"  {cell(b['total'], 5)}  {b['max']:>3}" + (f"  {cell(b['extras'], 6)}" if extra else "")
+                     + f"  {b['status'][:120]}")
     maxes = {**MILESTONE_MAX, "total": sum(MILESTONE_MAX.values()), "extras": extras_points()}
-    lines += ["", f"{'milestone':<10} {'mean':>11}  full marks"]
+    lines += ["", f"{'milestone':<10} {'mean':>11}  full marks   (over graded students)"]
     for m in [*MILESTONES, "total", *extra]:
-        mean = sum(b[m] for b in book) / n
-        full = sum(b[m] == maxes[m] for b in book)
-        lines.append(f"{m:<10} {mean:>6.1f} / {maxes[m]:<2}  {full} of {n}")
+        got = [b[m] for b in book if b[m] is not None]
+        mean = sum(got) / len(got) if got else float("nan")
+        full = sum(v == maxes[m] for v in got)
+        lines.append(f"{m:<10} {mean:>6.1f} / {maxes[m]:<2}  {full} of {len(got)}")
     lines += ["", f"{'check':<20} {'milestone':<9} passed"]
     for name, (milestone, _, _, _) in CHECKS.items():
-        passed = sum(next(r for r in rows[s.name] if r["name"] == name)["points"] > 0 for s in students)
-        lines.append(f"{name:<20} {milestone:<9} {passed} of {n}")
+        points = [next(r for r in rows[s.name] if r["name"] == name)["points"] for s in students]
+        graded = [p for p in points if p is not None]
+        lines.append(f"{name:<20} {milestone:<9} {sum(p > 0 for p in graded)} of {len(graded)}"
+                     + (f" ({len(points) - len(graded)} ungraded)" if len(graded) < len(points) else ""))
     graded = sum(len(s.notebooks) for s in students)
     lines.append(f"\ngraded {n} student(s), {graded} notebook(s) in {wall:.0f} s ({wall / max(n, 1):.0f} s per "
                  f"student, {jobs} at a time)")
-    isolation = {r.get("isolation") for s in students for r in s.results if r.get("isolation")}
-    if "none" in isolation:
+    kinds: dict[str, int] = {}
+    for s in students:
+        for r in s.results:
+            if r.get("isolation"):
+                kinds[r["isolation"]] = kinds.get(r["isolation"], 0) + 1
+    for kind, count in sorted(kinds.items()):
+        lines.append(f"isolation: {count} notebook(s) graded in kernels with {describe(kind)} ({kind})")
+    if "none" in kinds:
         why = next((r.get("isolation_note") for s in students for r in s.results if r.get("isolation_note")), "")
         lines.append(f"warning: kernels ran without the sandbox ({why}): a notebook could reach the grader")
     return "\n".join(lines)

@@ -1,29 +1,46 @@
-"""The student's kernel in a sandbox: its own user, process and mount namespaces (Linux, root).
+"""The student's kernel in a sandbox: its own user, process and mount namespaces (Linux).
+
+Two ways to build it, the same view from inside (``mode()`` says which this machine allows):
+
+* ``namespaces`` (the grader runs as root): built here, with a uid of its own per submission;
+* ``bubblewrap`` (an ordinary user, where user namespaces are allowed): built by bubblewrap
+  (``bwrap``, Debian's ``bubblewrap`` package, the sandbox Flatpak uses; ``classroom.bubblewrap``)
+  from the same configuration; the kernel's uid is a mapped one inside a user namespace.
 
 What a graded kernel, and every process it starts, can reach:
 
-* **processes**: only its own. The kernel runs as PID 2 of a new PID namespace under a small
-  init (PID 1) that does nothing but reap; when the kernel exits, or the process Jupyter
-  launched (the *outer* launcher, which the grader kills) dies, init dies and the Linux kernel
-  kills everything left in the namespace, however it was started (``setsid``, double fork).
-  Nothing in it can see, signal or trace a process outside it.
-* **user**: a uid of its own (``UidLease``: one per submission, never root, no supplementary
-  groups, ``no_new_privs``), so it can write no file it does not own and open no other
-  process's file descriptors; ``survivors(uid)`` finds anything still running under it.
-* **files**: a new root (``chroot`` into a tmpfs) holding only the system directories
-  (``/usr``, ``/etc``, ...) and Python's installation read-only, the support code
-  (``support_path``, read-only, without ``hide``: the answer key, the instructor's sources,
-  the tests and the git history), the grader's probe package read-only, a copy of the
-  submission's folder (its working directory, writable), and a private ``/tmp``, ``/dev/shm``
-  and ``/proc``. The grader's files, its results, the class folder with the other students'
-  work and every other checkout on the machine are not in it.
+* **processes**: only its own. The kernel runs in a new PID namespace under a small init that
+  does nothing but reap; when the kernel exits, or the process Jupyter launched (the *outer*
+  launcher, which the grader kills) dies, init dies and the Linux kernel kills everything left
+  in the namespace, however it was started (``setsid``, double fork). Nothing in it can see,
+  signal or trace a process outside it.
+* **user**: as root, a uid of its own (``UidLease``: one per submission, never root, no
+  supplementary groups, ``no_new_privs``), so it can write no file it does not own and open no
+  other process's file descriptors; ``survivors(uid)`` finds anything still running under it.
+  With bubblewrap, a uid inside a user namespace with no capabilities outside it, ``no_new_privs``
+  and no further user namespaces; ``namespace_members`` finds anything still running in it.
+* **files**: a new root (a tmpfs) holding only the system directories (``/usr``, ``/etc``, ...)
+  and Python's installation read-only, the support code (``support_path``, read-only, without
+  ``hide``: the answer key, the instructor's sources, the tests and the git history), the
+  grader's probe package read-only, a copy of the submission's folder (its working directory,
+  writable), and a private ``/tmp``, ``/dev/shm`` and ``/proc``. The grader's files, its
+  results, the class folder with the other students' work (``secret``: hidden even where it lies
+  inside a bound folder) and every other checkout on the machine are not in it.
+
+**Order of the mounts.** The private ``/tmp``, ``/dev``, ``/dev/shm`` and ``/proc`` are mounted
+first and the binds after them, parents before children, so that no mount covers one made
+before it: Python, a virtual environment or the checkout may live under ``/tmp``, ``/dev/shm``,
+``/run`` or a home folder (issue 32: a venv under ``/tmp`` vanished under the private ``/tmp``
+and every kernel died before it answered). A bind onto one of those private folders itself is
+refused (``SandboxError``): it would hand the kernel the machine's own ``/tmp``.
 
 It shares the machine's loopback network (the kernel's channels to the grader and notebook
-03's Redis are on it). Without root, or where namespaces are refused, ``mode()`` says why and
-the grader runs the kernel as a plain child process (``isolation: none`` in every result).
+03's Redis are on it). Where neither way is open, ``mode()`` says why and the grader runs the
+kernel as a plain child process (``isolation: none`` in every result).
 
-``python -I -c ...launch()`` is the kernel's command line (``kernel_spec``): it runs as root,
-reads its configuration and Jupyter's connection file, then builds the sandbox.
+``python -I -c ...launch()`` is the kernel's command line (``kernel_spec``): it reads its
+configuration and Jupyter's connection file, then builds the sandbox (as root) or hands the
+same configuration to bubblewrap.
 """
 from __future__ import annotations
 
@@ -41,7 +58,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 UID_BASE, UID_SLOTS = 1_577_000_000, 100_000     # kernel uids: far above any login's
 LOCKS = Path("/run/lock/es-course-sandbox") if Path("/run/lock").is_dir() else Path("/tmp/es-course-sandbox")
-HIDE = ("solutions", "source", "tests", ".git", "classroom/references.py", "pong/replay.py")   # the answer key, history
+HIDE = ("solutions", "source", "tests", ".git", "classroom/references.py", "classroom/preflight.py",
+        "pong/replay.py")                             # the answer key (and the preflight's known answer), history
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 PROBE_MOUNT = "/run/es-grade"                      # the grader's probe package, inside the sandbox
 ENV_KEEP = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -68,11 +86,18 @@ def _mount(libc, source, target, fstype, flags, data=None) -> None:
 
 
 _MODE: tuple[str, str] | None = None
+PRIVATE = ("/tmp", "/dev", "/dev/shm", "/proc")     # the kernel's own; mounted before any bind
+KERNEL_CONNECTION = "/run/es-kernel/connection.json"
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be built as configured (the grader's problem, not the student's)."""
 
 
 def mode() -> tuple[str, str]:
-    """``("namespaces", "")`` where this process can build the sandbox, else ``("none", why)``.
-    Tried once per process by building a throwaway one (a fork that unshares and mounts)."""
+    """``("namespaces", "")`` where this process (root) can build the sandbox itself,
+    ``("bubblewrap", "")`` where an ordinary user can have bubblewrap build it, else
+    ``("none", why)``. Tried once per process, by building a throwaway one."""
     global _MODE
     if _MODE is None:
         _MODE = _probe_mode()
@@ -83,7 +108,9 @@ def _probe_mode() -> tuple[str, str]:
     if not sys.platform.startswith("linux"):
         return "none", f"no namespaces on {sys.platform}"
     if os.geteuid() != 0:
-        return "none", "the grader is not running as root (a separate user and namespaces need it)"
+        from . import bubblewrap
+        why = bubblewrap.unavailable()
+        return ("bubblewrap", "") if not why else ("none", f"the grader is not root, and {why}")
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:     # pragma: no cover - child
@@ -102,6 +129,13 @@ def _probe_mode() -> tuple[str, str]:
     os.close(r)
     _, status = os.waitpid(pid, 0)
     return ("namespaces", "") if status == 0 else ("none", f"namespaces refused ({why or 'unknown'})")
+
+
+def describe(isolation: str) -> str:
+    """What ``isolation`` (a result's field) means, in a few words."""
+    return {"namespaces": "its own uid and namespaces, built by the grader as root",
+            "bubblewrap": "user namespaces built by bubblewrap (an ordinary user's sandbox)",
+            "none": "no sandbox: a plain child process that can read whatever the grader can"}.get(isolation, isolation)
 
 
 class UidLease:
@@ -184,24 +218,60 @@ def system_binds() -> list[str]:
     return out
 
 
-def kernel_spec(folder: Path, *, uid: int, support_path: Path, workdir_src: Path, workdir: str,
-                probe_dir: Path, hide=HIDE, env: dict | None = None, extra_binds=()) -> str:
-    """Write a Jupyter kernel spec (``folder/kernels/es-grade``) whose kernels run in a sandbox;
-    returns the kernel name. ``workdir_src`` (owned by ``uid``) appears as ``workdir``."""
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def plan_binds(binds, hidden=(), secret=()) -> tuple[list, list]:
+    """The binds in the order they are mounted (parents first, so that none covers another) and
+    the paths to hide: ``hidden`` plus every ``secret`` (the class folder, the grader's own
+    folders) that lies inside a bound folder, at the place where the kernel would see it."""
+    out = []
+    for src, dst, how in binds:
+        dst = os.path.normpath(dst)
+        if any(_under(p, dst) for p in PRIVATE) or dst == "/":
+            raise SandboxError(f"cannot give the kernel {src} at {dst}: it would cover the kernel's private {dst} "
+                               "(move the installation or the checkout out of it)")
+        out.append([src, dst, how])
+    out.sort(key=lambda b: (b[1].count("/"), b[1]))
+    hide = list(hidden)
+    for s_ in secret:
+        s_ = os.path.realpath(s_)
+        for src, dst, _ in out:
+            real = os.path.realpath(src)
+            if _under(s_, real) and s_ != real:       # (a bound folder itself cannot be hidden from its kernel)
+                seen = os.path.normpath(dst + s_[len(real):])
+                if seen not in hide:
+                    hide.append(seen)
+    return out, hide
+
+
+def kernel_spec(folder: Path, *, uid: int | None, support_path: Path, workdir_src: Path, workdir: str,
+                probe_dir: Path, hide=HIDE, env: dict | None = None, extra_binds=(), backend: str = "namespaces",
+                secret=()) -> str:
+    """Write a Jupyter kernel spec (``folder/kernels/es-grade``) whose kernels run in a sandbox
+    built by ``backend`` ("namespaces" as root, "bubblewrap" otherwise); returns the kernel
+    name. ``workdir_src`` (owned by ``uid``) appears as ``workdir``; ``secret``: folders the
+    kernel must not see even where they lie inside a bound one."""
     support_path = Path(support_path).resolve()
     hidden = [str(support_path / h) for h in hide if (support_path / h).exists()]
+    binds, hidden = plan_binds(
+        [[p, p, "ro"] for p in system_binds()] + [[str(support_path), str(support_path), "ro"]]
+        + [[str(probe_dir), PROBE_MOUNT, "ro"], [str(workdir_src), workdir, "rw"]] + [list(b) for b in extra_binds],
+        hidden, secret)
     mpl = Path(os.environ.get("MPLCONFIGDIR") or Path.home() / ".cache" / "matplotlib")
     config = {
-        "uid": uid, "root": str(folder / "root"), "python": sys.executable,
-        "binds": [[p, p, "ro"] for p in system_binds()] + [[str(support_path), str(support_path), "ro"]]
-        + [[str(probe_dir), PROBE_MOUNT, "ro"], [str(workdir_src), workdir, "rw"]] + [list(b) for b in extra_binds],
-        "hide": hidden, "workdir": workdir,
+        "backend": backend, "uid": uid, "root": str(folder / "root"), "python": sys.executable,
+        "binds": binds, "hide": hidden, "workdir": workdir, "home": str(folder / "home"),
+        "mpl": str(folder / "mpl"),
         "seed_files": {f"/tmp/mpl/{p.name}": str(p) for p in (mpl.glob("fontlist-*.json") if mpl.is_dir() else [])},
         "env": {**{k: os.environ[k] for k in ENV_KEEP if k in os.environ}, **(env or {}),
                 "PYTHONPATH": os.pathsep.join([str(support_path), PROBE_MOUNT]),
                 "ES_GRADE_INSTALLED": str(support_path)},
     }
-    (folder / "root").mkdir(exist_ok=True)
+    for d in ("root", "home", "mpl"):
+        (folder / d).mkdir(exist_ok=True)
+        os.chmod(folder / d, 0o755)     # whatever the grader's umask: the kernel's side must be reachable
     (folder / "sandbox.json").write_text(json.dumps(config))
     spec = folder / "kernels" / "es-grade"
     spec.mkdir(parents=True, exist_ok=True)
@@ -213,12 +283,73 @@ def kernel_spec(folder: Path, *, uid: int, support_path: Path, workdir_src: Path
     return "es-grade"
 
 
+def kernel_env(config) -> dict:
+    """The kernel's whole environment: nothing of the grader's but ``config["env"]``."""
+    return {**config["env"], "HOME": "/tmp/home", "USER": "student", "LOGNAME": "student", "TMPDIR": "/tmp",
+            "PATH": os.pathsep.join([os.path.dirname(config["python"]), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "MPLCONFIGDIR": "/tmp/mpl", "IPYTHONDIR": "/tmp/home/.ipython", "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter",
+            "JUPYTER_CONFIG_DIR": "/tmp/home/.jupyter", "JUPYTER_DATA_DIR": "/tmp/home/.jupyter"}
+
+
+# ---- which processes belong to a sandbox: by uid (as root) or by PID namespace (bubblewrap)
+def pid_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def namespaces_below(pid: int) -> set[str]:
+    """The PID namespaces, other than this process's, of ``pid`` and the processes below it."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    mine, out, todo = pid_namespace(os.getpid()), set(), [pid]
+    while todo:
+        p = todo.pop()
+        ns = pid_namespace(p)
+        if ns and ns != mine:
+            out.add(ns)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def namespace_members(namespaces) -> list[int]:
+    """Live processes in any of the PID ``namespaces``."""
+    namespaces = set(namespaces)
+    if not namespaces:
+        return []
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and pid_namespace(int(d.name)) in namespaces:
+            try:
+                if (d / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    out.append(int(d.name))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def kill_namespaces(namespaces, rounds: int = 20) -> list[int]:
+    """SIGKILL every process in the PID ``namespaces`` until none is left; the ones that would not die."""
+    return kill_until_gone(lambda: namespace_members(namespaces), rounds)
+
+
 # ---- the launcher: runs as root, as the kernel's command line
 def launch(argv=None) -> None:   # pragma: no cover - runs in the launched process (tests drive it)
     argv = sys.argv[1:] if argv is None else argv
     config = json.loads(Path(argv[0]).read_text())
-    connection = Path(argv[1]).read_text()
     extra = argv[2:]
+    if config.get("backend") == "bubblewrap":
+        from . import bubblewrap
+        bubblewrap.exec_kernel(config, argv[1], extra, env=kernel_env(config), connection=KERNEL_CONNECTION,
+                               system=SYSTEM)      # does not return
+    connection = Path(argv[1]).read_text()
     libc = _libc()
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)    # dies with the grader's child
     _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
@@ -228,6 +359,9 @@ def launch(argv=None) -> None:   # pragma: no cover - runs in the launched proce
         os.close(alive_w)
         try:
             _init(libc, config, connection, extra, alive_r)
+        except BaseException:
+            import traceback
+            traceback.print_exc()       # to the grader's stderr pipe: what the preflight shows
         finally:
             os._exit(70)
     os.close(alive_r)
@@ -248,32 +382,20 @@ def _init(libc, config, connection, extra, alive_r) -> None:   # pragma: no cove
     if select.select([alive_r], [], [], 0)[0]:        # the launcher died before the line above
         os._exit(71)
     root, uid = config["root"], int(config["uid"])
+    os.umask(0o022)             # whatever the grader's: every folder made on the way must be reachable
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     _mount(libc, "tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
-    for src, dst, how in config["binds"]:
+    _private_mounts(libc, root)            # first: a bind made before them could vanish under them
+    for src, dst, how in config["binds"]:  # parents before children (plan_binds)
         _bind(libc, src, root + dst, how == "ro")
     for path in config["hide"]:                     # an empty, read-only folder in its place
         if os.path.isdir(root + path):
             _mount(libc, "tmpfs", root + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=555")
         elif os.path.exists(root + path):
             _mount(libc, "/dev/null", root + path, None, MS_BIND)
-    for d, mode_ in (("/tmp", "1777"), ("/dev", "755")):
-        os.makedirs(root + d, exist_ok=True)
-        _mount(libc, "tmpfs", root + d, "tmpfs", MS_NOSUID | (MS_NODEV if d == "/tmp" else 0),
-               f"mode={mode_},size={'1g' if d == '/tmp' else '64k'}")
-    for node in ("null", "zero", "full", "random", "urandom"):
-        Path(root + "/dev/" + node).touch()
-        _mount(libc, "/dev/" + node, root + "/dev/" + node, None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2")):
-        os.symlink(target, root + "/dev/" + name)
-    os.makedirs(root + "/dev/shm")
-    _mount(libc, "tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g")
-    os.makedirs(root + "/proc", exist_ok=True)
-    _mount(libc, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.makedirs(root + "/run/es-kernel", exist_ok=True)
-    Path(root + "/run/es-kernel/connection.json").write_text(connection)
-    os.chmod(root + "/run/es-kernel/connection.json", 0o444)
+    os.makedirs(os.path.dirname(root + KERNEL_CONNECTION), exist_ok=True)
+    Path(root + KERNEL_CONNECTION).write_text(connection)
+    os.chmod(root + KERNEL_CONNECTION, 0o444)
     home = root + "/tmp/home"
     for d in (home, root + "/tmp/mpl"):
         os.makedirs(d, exist_ok=True)
@@ -286,10 +408,7 @@ def _init(libc, config, connection, extra, alive_r) -> None:   # pragma: no cove
             pass
     os.chroot(root)
     os.chdir("/")
-    env = {**config["env"], "HOME": "/tmp/home", "USER": "student", "LOGNAME": "student", "TMPDIR": "/tmp",
-           "PATH": os.pathsep.join([os.path.dirname(config["python"]), "/usr/local/bin", "/usr/bin", "/bin"]),
-           "MPLCONFIGDIR": "/tmp/mpl", "IPYTHONDIR": "/tmp/home/.ipython", "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter",
-           "JUPYTER_CONFIG_DIR": "/tmp/home/.jupyter", "JUPYTER_DATA_DIR": "/tmp/home/.jupyter"}
+    env = kernel_env(config)
     kernel = os.fork()
     if kernel == 0:
         try:
@@ -304,7 +423,9 @@ def _init(libc, config, connection, extra, alive_r) -> None:   # pragma: no cove
             os.umask(0o022)
             os.chdir(config["workdir"])
             os.execve(config["python"], [config["python"], "-m", "ipykernel_launcher", "-f",
-                                         "/run/es-kernel/connection.json", *extra], env)
+                                         KERNEL_CONNECTION, *extra], env)
+        except BaseException as exc:
+            os.write(2, f"the sandbox could not start the kernel {config['python']}: {exc}\n".encode())
         finally:
             os._exit(72)
     os.closerange(3, 65536)
@@ -317,6 +438,24 @@ def _init(libc, config, connection, extra, alive_r) -> None:   # pragma: no cove
             continue
         if pid == kernel:
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _private_mounts(libc, root: str) -> None:   # pragma: no cover - in the sandbox's init
+    """The kernel's own /tmp, /dev (a few device nodes), /dev/shm and /proc."""
+    for d, mode_ in (("/tmp", "1777"), ("/dev", "755")):
+        os.makedirs(root + d, exist_ok=True)
+        _mount(libc, "tmpfs", root + d, "tmpfs", MS_NOSUID | (MS_NODEV if d == "/tmp" else 0),
+               f"mode={mode_},size={'1g' if d == '/tmp' else '64k'}")
+    for node in ("null", "zero", "full", "random", "urandom"):
+        Path(root + "/dev/" + node).touch()
+        _mount(libc, "/dev/" + node, root + "/dev/" + node, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, root + "/dev/" + name)
+    os.makedirs(root + "/dev/shm")
+    _mount(libc, "tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g")
+    os.makedirs(root + "/proc", exist_ok=True)
+    _mount(libc, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 def _bind(libc, src: str, dst: str, read_only: bool) -> None:

@@ -97,7 +97,7 @@ def test_a_class_folder_gives_a_gradebook_a_row_per_student_and_feedback_files(t
          cell_timeout=60, check_timeout=30, log=logged.append)
     import csv
     book = list(csv.DictReader(open(tmp_path / "book.csv")))
-    assert list(book[0]) == ["student", "M1", "M2", "M3", "M4", "total", "max", "extras"]
+    assert list(book[0]) == ["student", "M1", "M2", "M3", "M4", "total", "max", "extras", "status"]
     assert [(r["student"], r["M1"], r["total"], r["max"]) for r in book] == [
         ("alice", "4", "4", "30"), ("bob", "2", "2", "30"), ("carol", "0", "0", "30")]
     checks = list(csv.DictReader(open(tmp_path / "book-checks.csv")))
