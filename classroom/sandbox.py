@@ -234,6 +234,11 @@ def plan_binds(binds, hidden=(), secret=()) -> tuple[list, list]:
                                "(move the installation or the checkout out of it)")
         out.append([src, dst, how])
     out.sort(key=lambda b: (b[1].count("/"), b[1]))
+    for src, dst, _ in out:
+        for h in hidden:
+            if _under(dst, h):
+                raise SandboxError(f"cannot give the kernel {src}: it lies inside {h}, which the kernel must not see "
+                                   "(move it out)")
     hide = list(hidden)
     for s_ in secret:
         s_ = os.path.realpath(s_)

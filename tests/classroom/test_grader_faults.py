@@ -86,6 +86,27 @@ def test_a_venv_and_a_checkout_under_tmp_grade_a_complete_m1_to_10_of_10(tmp_pat
 
 @needs_sandbox
 @pytest.mark.slow
+@pytest.mark.parametrize("where", ["/dev/shm", "/run"])
+def test_a_venv_and_a_checkout_in_the_kernels_other_private_folders_pass_the_preflight(tmp_path, where):
+    """/dev/shm and /run hold private mounts of the sandbox too (its /dev/shm; its connection
+    file and probe under /run): what lives there must stay in the kernel's view."""
+    if not os.access(where, os.W_OK):
+        pytest.skip(f"{where} is not writable here")
+    import tempfile
+    place = Path(tempfile.mkdtemp(prefix="es-grader-test-", dir=where))
+    try:
+        checkout = copy_checkout(place / "es-course")
+        python = venv(place / "venv")
+        out = subprocess.run([str(python), "-m", "classroom", "preflight"], cwd=checkout, capture_output=True,
+                             text=True, env={**os.environ, "PYTHONPATH": str(checkout)}, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"({MODE}," in out.stdout
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
+@needs_sandbox
+@pytest.mark.slow
 def test_a_clone_made_under_umask_077_stops_at_the_preflight_as_root_and_grades_after_the_fix(tmp_path):
     """As root, the kernel's own uid cannot read a checkout whose files are 0600: grading stops
     before anyone is graded (exit 3, no gradebook), naming the file and the command that fixes
@@ -247,6 +268,8 @@ def test_binds_are_mounted_parents_first_and_never_onto_the_kernels_private_fold
     for bad in ("/tmp", "/dev", "/dev/shm/", "/proc", "/"):
         with pytest.raises(sandbox.SandboxError, match="cover the kernel's private"):
             sandbox.plan_binds([[bad, bad, "ro"]])
+    with pytest.raises(sandbox.SandboxError, match="inside /x/source, which the kernel must not see"):
+        sandbox.plan_binds([["/x", "/x", "ro"], ["/x/source/venv", "/x/source/venv", "ro"]], hidden=["/x/source"])
 
 
 # ---------------------------------------------------------------- what an LMS imports
