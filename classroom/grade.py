@@ -287,6 +287,11 @@ class _KernelFactory:
             self.stop(client)
             raise GraderFault(f"no kernel could be started for grading: {exc}") from None
         self.stop(client)
+        try:                                   # once more in the submission's folder: a passing hiccup is no one's fault
+            self._start(client, self.folder)
+            return
+        except _NoKernel:
+            self.stop(client)
         raise FolderFault(f"the kernel does not start in a copy of your folder ({first[:300]}), though it starts in an "
                           "empty folder: a file in your folder shadows a module Python or the kernel needs (a numpy.py, "
                           "an es/ folder, ...); rename it")

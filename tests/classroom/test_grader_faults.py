@@ -178,6 +178,20 @@ def test_a_notebook_that_ends_its_kernel_is_graded_with_a_message_and_the_class_
     assert checks[("mallory", "es_gradient")]["points"] == "2"
 
 
+@pytest.mark.slow
+def test_a_folder_whose_files_keep_the_kernel_from_starting_is_graded_zero_saying_so(tmp_path):
+    """An ``ipykernel_launcher.py`` next to the notebook shadows the module the kernel starts with: the
+    kernel starts in an empty folder but not in the student's, so it is the student's doing
+    (graded, 0, a message that says which), not the grader's (ungraded)."""
+    path = A.notebook(A.solution("00_es_from_scratch"), tmp_path / "alice" / "00_es_from_scratch.ipynb")
+    (path.parent / "ipykernel_launcher.py").write_text("raise SystemExit('a launcher of my own')\n")
+    res = grade(path, cell_timeout=60, check_timeout=30)
+    assert res["status"] == "graded" and res["total"] == 0, res
+    for r in res["checks"]:
+        assert r["points"] == 0 and "does not start in a copy of your folder" in r["message"], r
+        assert "shadows a module" in r["message"]
+
+
 # ---------------------------------------------------------------- the grader's doing: ungraded
 def _canned(path, student=None) -> dict:
     """What ``grade`` returns for a complete 00 (no kernel: these tests are about the gradebook)."""
