@@ -225,19 +225,21 @@ def _children(pid):
 def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     """SIGTERM to a master with the embedded server: exit 143, the server, the local workers
     and the server's private folder are all gone, the checkpoint stays."""
-    import tempfile
     run = tmp_path / "run"
-    before = set(Path(tempfile.gettempdir()).glob("es-redis-*"))
+    tmp = tmp_path / "tmp"          # the server's private folder goes here: other runs on the machine make theirs
+    tmp.mkdir()
+    before = set(tmp.glob("es-redis-*"))
     master = subprocess.Popen([sys.executable, "-m", "es", "train", "cartpole", "--redis", "--population", "1024",
                                "--generations", "100000", "--reward-goal", "1e9", "--out", str(run), "--no-progress"],
-                              env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              env={**ENV, "TMPDIR": str(tmp)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
     try:
         deadline = time.time() + 120
         while time.time() < deadline and not ((run / "metrics.jsonl").exists()
                                               and len((run / "metrics.jsonl").read_text().splitlines()) >= 3):
             time.sleep(0.05)   # 3 lines: metrics are written before their checkpoint, so 2 are saved
         kids = _children(master.pid)
-        server_dirs = list(set(Path(tempfile.gettempdir()).glob("es-redis-*")) - before)
+        server_dirs = list(set(tmp.glob("es-redis-*")) - before)
         assert len(kids) == 3 and len(server_dirs) == 1, kids      # the server and two workers
         assert any("server" in c for _, c in kids)
         assert all("PASSWORD" not in c and "es-master:" not in c for _, c in kids)   # nothing secret in ps
