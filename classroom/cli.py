@@ -3,6 +3,7 @@
     python -m classroom notebooks [--check] [--execute [NAME ...]]   # source/ -> notebooks/, solutions/
     python -m classroom release DIR                                   # what students get, no answer key
     python -m classroom grade SUBMISSIONS... [--csv F] [--feedback D] # grade notebooks or a class
+    python -m classroom site DIR                                      # the course website, built offline
 
 Bad input exits with status 2 and one line on stderr that says what is wrong.
 """
@@ -67,6 +68,9 @@ def add_commands(sub) -> None:
                         "sandbox without solutions/, source/, tests/, .git and the answer key; a release folder holds "
                         "no answer key, but without the sandbox a kernel can read any file the grader can)")
 
+    s = sub.add_parser("site", help="build the course website (the executed notebooks, docs/, the README) offline")
+    s.add_argument("dir", type=Path, help="where to write it (new, empty, or a site this command built)")
+
 
 def cmd_notebooks(args) -> int:
     from .build import build
@@ -98,8 +102,12 @@ def cmd_grade(args) -> int:
                        checks_csv=args.checks_csv)
 
 
+def cmd_site(args) -> int:
+    from .site import site
+    return site(args.dir)
 
-COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade}
+
+COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade, "site": cmd_site}
 
 
 def build_parser(prog: str = "python -m classroom") -> argparse.ArgumentParser:
