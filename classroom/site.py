@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html.parser
 import io
-import json
+import os
 import re
 import shutil
 import tempfile
@@ -103,6 +103,14 @@ def _toctree(caption: str, entries: list[str]) -> str:
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
+def _relative(target: str, page: str) -> str:
+    return os.path.relpath(target, Path(page).parent.as_posix() or ".")
+
+
+# a link to the README (which is the home page, index.md, on the site) from any page
+_README_LINK = re.compile(r"\]\(((?:\.\./)*README\.md)(?=[)#])")
+
+
 def _local_targets(text: str) -> list[str]:
     """Relative link and image targets of a Markdown text, without their #fragment."""
     out = []
@@ -146,10 +154,12 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
                 todo.append(rel)
                 reference.append(rel)
     for page, text in pages.items():
+        text = _README_LINK.sub(lambda m: m[0].replace(m[1], _relative("index.md", page)), text)
+        pages[page] = text
         if page != "README.md":
             (dest / page).parent.mkdir(parents=True, exist_ok=True)
             (dest / page).write_text(text, encoding="utf-8")
-    index = readme + "\n" + _toctree("The course", [f"solutions/{n}" for n in names]) \
+    index = pages["README.md"] + "\n" + _toctree("The course", [f"solutions/{n}" for n in names]) \
         + _toctree("Your path", audiences) + _toctree("Reference", reference)
     (dest / "index.md").write_text(index, encoding="utf-8")
     for folder in ("solutions", "notebooks", "downloads"):
@@ -205,6 +215,7 @@ def build_site(out: Path, root: Path = ROOT, quiet: bool = True) -> dict:
     Returns {"pages", "seconds", "bytes", "files"}; raises ESError on any warning or problem."""
     try:
         from sphinx.application import Sphinx
+        from sphinx.util.docutils import docutils_namespace, patch_docutils
     except ImportError:
         raise ESError("the site needs Sphinx, MyST-NB and Furo: pip install \"es-course[docs]\"") from None
     out = Path(out)
@@ -216,10 +227,11 @@ def build_site(out: Path, root: Path = ROOT, quiet: bool = True) -> dict:
         src.mkdir()
         staged = stage(src, root)
         warnings = io.StringIO()
-        app = Sphinx(str(src), str(src), str(build), str(Path(tmp) / "doctrees"), "html",
-                     status=None if quiet else io.StringIO(), warning=warnings, freshenv=True, keep_going=True)
-        app.build()
-        lines = [ln for ln in warnings.getvalue().splitlines() if ln.strip()]
+        with patch_docutils(str(src)), docutils_namespace():     # as sphinx-build does: a clean registry each time
+            app = Sphinx(str(src), str(src), str(build), str(Path(tmp) / "doctrees"), "html",
+                         status=None if quiet else io.StringIO(), warning=warnings, freshenv=True, keep_going=True)
+            app.build()
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln) for ln in warnings.getvalue().splitlines() if ln.strip()]
         if lines or app.statuscode:
             raise ESError("the site did not build cleanly:\n  " + "\n  ".join(
                 ln.replace(str(src) + "/", "") for ln in lines[:40]))
