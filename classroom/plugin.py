@@ -4,7 +4,8 @@ from es import registry
 
 HELP = {"notebooks": "build notebooks/ and solutions/ from source/ (python -m classroom notebooks)",
         "release": "write the student release: notebooks and support code, no answer key",
-        "grade": "grade submitted notebooks or a class (python -m classroom grade)"}
+        "grade": "grade submitted notebooks or a class (python -m classroom grade)",
+        "site": "build the course website offline (python -m classroom site)"}
 
 
 def register() -> None:
