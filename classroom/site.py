@@ -35,6 +35,7 @@ REFERENCE = ["docs/install.md", "docs/cli.md", "docs/distributed.md", "docs/pong
              "docs/benchmarks.md", "pong/README.md"]
 # The Pong notebook's page shows the shipped agent playing: docs/pong.md's own image, caption and all.
 SHOWCASE = {"04_pong": ("docs/pong.md", "pong.gif")}
+WIDGET = "application/vnd.jupyter.widget-view+json"
 MARKER = ".es-course-site"       # a folder holding it is a site this command built, safe to replace
 MATHJAX = ("sphinx-mathjax-offline", "sphinx-mathjax-offline/static/mathjax/tex-svg-full.js")
 
@@ -50,10 +51,7 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3              # README#students, design.md#one-generation: GitHub's anchors
 myst_update_mathjax = False
 nb_execution_mode = "off"             # the stored outputs, as committed: nothing is run
-nb_merge_streams = True
-nb_ipywidgets_js = {{}}                 # no widget manager from a CDN: a widget shows its text
-nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None),
-                              ("html", "application/vnd.jupyter.widget-state+json", None)]
+nb_ipywidgets_js = {{}}                 # no widget manager from a CDN (stage() drops widget outputs)
 html_theme = "furo"
 html_static_path = ["_static"]
 html_css_files = ["site.css"]
@@ -176,6 +174,9 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
         if name in SHOWCASE:
             note += "\n\n" + showcase(root, *SHOWCASE[name])
         nb = nbformat.read(str(executed), as_version=4)
+        for cell in nb.cells:       # a progress widget's stored text is its first frame ("0%"): left out
+            if cell.cell_type == "code":
+                cell.outputs = [o for o in cell.outputs if WIDGET not in o.get("data", {})]
         nb.cells.insert(1, nbformat.v4.new_markdown_cell(note))
         nbformat.write(nb, str(dest / "solutions" / executed.name))
     static = dest / "_static"
