@@ -86,8 +86,10 @@ class Pages:
         page.on("console", lambda m: self.errors.append(f"{page.url}: console {m.type}: {m.text}")
                 if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"{page.url}: uncaught {e}"))
+        # a request cut short because the page navigated on (net::ERR_ABORTED) is not a failure;
+        # a missing file is: HTTP 404 (below), or net::ERR_FILE_NOT_FOUND from file://
         page.on("requestfailed", lambda r: self.errors.append(f"{page.url}: request failed {r.url} ({r.failure})")
-                if is_local(r.url) else None)
+                if is_local(r.url) and "ERR_ABORTED" not in (r.failure or "") else None)
         page.on("response", lambda r: self.errors.append(f"{page.url}: HTTP {r.status} for {r.url}")
                 if r.status >= 400 else None)
         page.goto(url, wait_until=wait)

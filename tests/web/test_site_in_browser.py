@@ -51,13 +51,16 @@ def test_every_page_loads_with_its_images_and_math_and_no_console_error(built_si
 
 
 def test_the_site_works_opened_from_disk(built_site, browser_pages):
-    """file://: what a student with the folder on a USB stick and no server gets."""
+    """file://: what a student with the folder on a USB stick and no server gets, search included."""
     site, _ = built_site
     for rel in ("index.html", "solutions/00_es_from_scratch.html", "solutions/04_pong.html"):
         page = browser_pages.open((site / rel).as_uri())
         state = drawn(page)
         assert state["images"] >= 1 and not state["broken"], (rel, state)
         assert state["formulas"] == state["math"], (rel, state)
+    page = browser_pages.open((site / "search.html").as_uri() + "?q=antithetic")
+    page.locator("ul.search li a").first.wait_for(timeout=20000)
+    assert any("01_cartpole.html" in (a.get_attribute("href") or "") for a in page.locator("ul.search li a").all())
     browser_pages.check()
 
 
