@@ -106,8 +106,14 @@ def _relative(target: str, page: str) -> str:
     return os.path.relpath(target, Path(page).parent.as_posix() or ".")
 
 
-# a link to the README (which is the home page, index.md, on the site) from any page
-_README_LINK = re.compile(r"\]\(((?:\.\./)*README\.md)(?=[)#])")
+# a link to a README.md: the repository's own is the home page (index.md) on the site
+_README_LINK = re.compile(r"\]\(((?:\.\./)*(?:[\w.-]+/)*README\.md)(?=[)#])")
+
+
+def _to_home(match: re.Match, page: str) -> str:
+    if os.path.normpath(Path(page).parent / match[1]) != "README.md":
+        return match[0]            # another folder's README (pong/README.md) is a page of its own
+    return match[0].replace(match[1], _relative("index.md", page))
 
 
 def _local_targets(text: str) -> list[str]:
@@ -134,7 +140,7 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
     pages = {"README.md": readme}
     for page in audiences + reference:
         pages[page] = (root / page).read_text(encoding="utf-8")
-    # every local file a Markdown page links to, at its own path (a .md outside docs/ is not a page)
+    # every local file a Markdown page links to, at its own path (a linked .md joins the reference pages)
     todo = list(pages)
     while todo:
         page = todo.pop()
@@ -153,7 +159,7 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
                 todo.append(rel)
                 reference.append(rel)
     for page, text in pages.items():
-        text = _README_LINK.sub(lambda m: m[0].replace(m[1], _relative("index.md", page)), text)
+        text = _README_LINK.sub(lambda m: _to_home(m, page), text)
         pages[page] = text
         if page != "README.md":
             (dest / page).parent.mkdir(parents=True, exist_ok=True)
@@ -212,11 +218,12 @@ def mathjax_file() -> Path:
     return path
 
 
-def build_site(out: Path, root: Path = ROOT, quiet: bool = True) -> dict:
+def build_site(out: Path, root: Path = ROOT) -> dict:
     """Build the site into ``out`` (created, or replaced if it holds a site this built).
     Returns {"pages", "seconds", "bytes", "files"}; raises ESError on any warning or problem."""
     try:
         from sphinx.application import Sphinx
+        from sphinx.errors import SphinxError
         from sphinx.util.docutils import docutils_namespace, patch_docutils
     except ImportError:
         raise ESError("the site needs Sphinx, MyST-NB and Furo: pip install \"es-course[docs]\"") from None
@@ -229,10 +236,13 @@ def build_site(out: Path, root: Path = ROOT, quiet: bool = True) -> dict:
         src.mkdir()
         staged = stage(src, root)
         warnings = io.StringIO()
-        with patch_docutils(str(src)), docutils_namespace():     # as sphinx-build does: a clean registry each time
-            app = Sphinx(str(src), str(src), str(build), str(Path(tmp) / "doctrees"), "html",
-                         status=None if quiet else io.StringIO(), warning=warnings, freshenv=True, keep_going=True)
-            app.build()
+        try:
+            with patch_docutils(str(src)), docutils_namespace():     # as sphinx-build does: a clean registry each time
+                app = Sphinx(str(src), str(src), str(build), str(Path(tmp) / "doctrees"), "html", status=None,
+                             warning=warnings, freshenv=True, keep_going=True)
+                app.build()
+        except SphinxError as exc:
+            raise ESError(f"the site did not build: {exc}") from None
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln) for ln in warnings.getvalue().splitlines() if ln.strip()]
         if lines or app.statuscode:
             raise ESError("the site did not build cleanly:\n  " + "\n  ".join(

@@ -165,6 +165,7 @@ def test_a_broken_link_or_missing_image_fails_the_build_naming_it(tmp_path):
     with no_network():
         report = build_site(tmp_path / "out", root=root)
     assert "solutions/00_small.html" in report["pages"] and site_problems(tmp_path / "out") == []
+    assert 'href="../index.html"' in (tmp_path / "out" / "docs" / "students.html").read_text()   # the README is home
 
 
 def test_the_command_never_replaces_a_folder_it_did_not_build(tmp_path):
