@@ -4,6 +4,7 @@
     python -m classroom release DIR                                   # what students get, no answer key
     python -m classroom grade SUBMISSIONS... [--csv F] [--feedback D] # grade notebooks or a class
     python -m classroom preflight                                     # can this machine grade? (a known answer)
+    python -m classroom site DIR                                      # the course website, built offline
 
 Bad input exits with status 2 and one line on stderr that says what is wrong. ``grade``: 0 when
 every submission was graded, 3 when the preflight failed (nothing graded, nothing written), 4
@@ -73,6 +74,9 @@ def add_commands(sub) -> None:
                         "sandbox without solutions/, source/, tests/, .git and the answer key; a release folder holds "
                         "no answer key, but without the sandbox a kernel can read any file the grader can)")
 
+    s = sub.add_parser("site", help="build the course website (the executed notebooks, docs/, the README) offline")
+    s.add_argument("dir", type=Path, help="where to write it (new, empty, or a site this command built)")
+
 
 def add_preflight(sub) -> None:
     p = sub.add_parser("preflight", help="grade a known answer in a sandboxed kernel: can this machine grade?",
@@ -120,8 +124,13 @@ def cmd_grade(args) -> int:
                        checks_csv=args.checks_csv, csv_format=args.csv_format)
 
 
+def cmd_site(args) -> int:
+    from .site import site
+    return site(args.dir)
 
-COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade, "preflight": cmd_preflight}
+
+COMMANDS = {"notebooks": cmd_notebooks, "release": cmd_release, "grade": cmd_grade, "preflight": cmd_preflight,
+            "site": cmd_site}
 
 
 def build_parser(prog: str = "python -m classroom") -> argparse.ArgumentParser:
