@@ -237,9 +237,11 @@ def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, lo
     if not as_json:
         log(summary(students, wall, jobs))
         if written:
-            log("wrote " + ", ".join(str(w) for w in written[-2:] if w.suffix == ".csv")
-                + (f" ({csv_format}'s layout)" if csv_format != "course" else "")
-                + (f" and {len(students)} feedback file(s) in {feedback}" if feedback is not None else ""))
+            parts = [", ".join(str(w) for w in written if w.suffix == ".csv")
+                     + (f" ({csv_format}'s layout)" if csv_format != "course" else "")] if csv_path is not None else []
+            if feedback is not None:
+                parts.append(f"{len(students)} feedback file(s) in {feedback}")
+            log("wrote " + " and ".join(parts))
         if ungraded:
             log(f"error: {len(ungraded)} student(s) have ungraded submissions ({', '.join(ungraded[:10])}): the "
                 f"grader's own machinery failed on them, so they have no points (status column); fix the cause and "
