@@ -17,6 +17,13 @@ waits for the training cell (generations, the evaluations by the rule, starting 
 processes), and ``train_minutes``, the generations alone. The grader's test (seeds
 1,000,000.., as ``classroom.check.pong_agent`` draws them) runs after the cell and is timed
 apart (``grader_minutes``): a student does not wait for it.
+
+    python benchmarks/pong_student.py --code-ratio
+
+times the two codes against each other instead, in one process, alternating (so that other
+work on the machine slows both alike): the same Pong games played with the notebook's answer
+cells and with the reference, and one ES update each. One JSON line: seconds per game step of
+each and their ratio, a figure that does not depend on how busy the machine is.
 """
 import _common  # noqa: F401
 
@@ -51,6 +58,33 @@ def notebook_code(source: Path = ROOT / "source" / "04_pong.py") -> StudentCode:
     return StudentCode(*(namespace[name] for name in FUNCTIONS))
 
 
+def code_ratio(rounds: int = 5, games: int = 8, cap: int = 1500) -> dict:
+    """Seconds per agent step of the same games played with the notebook's code and with the
+    reference (one process, alternating, one BLAS thread as in the training loop's worker
+    processes), and their ratio."""
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(1)
+    from pong.replay import REFERENCE
+    from pong.student import POLICY, play
+    notebook = notebook_code()
+    params = np.repeat(POLICY.initial_params(1)[None], games, axis=0)
+    seconds = {"notebook": 0.0, "reference": 0.0}
+    steps = {"notebook": 0, "reference": 0}
+    play(REFERENCE, params[:1], [0], 10)                # build the games once, outside the timing
+    for r in range(rounds):
+        for name, code in (("notebook", notebook), ("reference", REFERENCE))[::1 if r % 2 else -1]:
+            t0 = time.perf_counter()
+            _, lengths = play(code, params, list(range(100 * r, 100 * r + games)), cap)
+            seconds[name] += time.perf_counter() - t0
+            steps[name] += int(lengths.sum())
+    assert steps["notebook"] == steps["reference"], steps      # the same games, frame for frame
+    per = {k: seconds[k] / steps[k] for k in seconds}
+    return {"benchmark": "pong_student_code_ratio", "agent_steps": steps["notebook"],
+            "us_per_step_notebook": round(per["notebook"] * 1e6, 1),
+            "us_per_step_reference": round(per["reference"] * 1e6, 1),
+            "ratio": round(per["notebook"] / per["reference"], 3)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--students", nargs="+", default=["ada", "alan", "grace", "edsger", "barbara", "student-2",
@@ -59,7 +93,11 @@ def main():
     ap.add_argument("--code", choices=("notebook", "reference"), default="notebook",
                     help="the notebook's answer cells (default) or the reference in pong.env")
     ap.add_argument("--keep", type=Path, default=None, help="keep the run directories under this folder")
+    ap.add_argument("--code-ratio", action="store_true", help="time the two codes against each other instead")
     args = ap.parse_args()
+    if args.code_ratio:
+        print(json.dumps(code_ratio()), flush=True)
+        return
     if args.code == "notebook":
         code = notebook_code()
     else:

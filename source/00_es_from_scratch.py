@@ -214,8 +214,9 @@ for n in (100, 10_000) if FAST else (100, 10_000, 1_000_000):
 # centered ranks. With `sigma = 0.05`, `g` is nearly linear within reach and both point the
 # same way; with `sigma = 0.5` it curves within reach and the ranks' direction turns away.
 #
-# **Expected output** (seed 0): angle to the exact gradient about 0.1 degrees with raw returns
-# for both sigmas; with ranks about 0 degrees at sigma 0.05 and about 14 degrees at sigma 0.5.
+# **Expected output** (seed 0): angle to the exact gradient about 0.2 degrees with raw returns
+# for both sigmas (what is left of the sampling noise); with ranks about 0 degrees at sigma
+# 0.05 and about 14 degrees at sigma 0.5.
 # (The lengths differ too: ranks carry no units of `g`.)
 
 # %%

@@ -125,8 +125,9 @@ check.result_codec(encode_result, decode_result)
 #   worker died before writing one, or stopped renewing it).
 # * **Units:** every time is `time.time()`, seconds since 1970, the same clock on every
 #   machine. `time.monotonic()` counts from an arbitrary point per machine (often the boot):
-#   mixed with the workers' `time.time()` heartbeats, a dead worker's lease would look decades
-#   fresh, and its chunk would never be handed out again.
+#   mixed with the workers' `time.time()` heartbeats, a lease's age (`now` minus its stamp) is
+#   hugely negative, a dead worker's lease looks fresh forever, and its chunk is never handed
+#   out again.
 # * **Worked example**, `lease_seconds = 1.0`, `now = 105.0`:
 #
 # | chunk | `queued_at` | in `in_queue`? | lease | requeue? |
