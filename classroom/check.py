@@ -135,6 +135,7 @@ def verdict(name: str, objs, seed: int) -> None:
 
 
 _RAW = {}
+_SLOW: set[str] = set()       # checks that take minutes (they train or replay a run)
 
 
 def _student_error(exc: BaseException) -> BaseException:
@@ -150,6 +151,8 @@ def _register(name, milestone, points, notebook, *needs, slow=False):
     def wrap(fn):
         CHECKS[name] = (milestone, points, notebook, needs or (name,))
         _RAW[name] = fn
+        if slow:
+            _SLOW.add(name)
 
         def student_facing(*args, seed=None):
             if slow and os.environ.get("ES_COURSE_FAST") == "1":     # the grader runs its own, once
@@ -175,6 +178,40 @@ def _register(name, milestone, points, notebook, *needs, slow=False):
 
 def _fail(msg):
     raise CheckFailed(msg)
+
+
+def ready(notebook: str, namespace: dict, seeds: int = 3) -> None:
+    """Run every quick check of ``notebook`` again, now, on the functions in ``namespace`` (the
+    notebook's ``globals()``), on ``seeds`` input seeds each (in a student release: every seed
+    it recorded): returns when all pass, else raises CheckFailed naming each one that fails.
+
+    Notebook 04 calls it before training: a run takes minutes, and a run made with code that
+    fails its checks is not the course's run (the grader cannot replay it: 0 points), so the
+    cell refuses to start rather than let a student find out at the end. Running the checks
+    again, rather than remembering that their cells once printed OK, also catches a function
+    redefined since."""
+    names = [n for n in checks_for(notebook) if n not in _SLOW]
+    failed = []
+    for name in names:
+        missing = [n for n in CHECKS[name][3] if n not in namespace]
+        if missing:
+            failed.append(f"check.{name}: {', '.join(missing)} is not defined (run its cell)")
+            continue
+        known = ANSWERS.seeds(name)
+        for seed in known or [secrets.randbits(32) for _ in range(seeds)]:
+            try:
+                verdict(name, [namespace[n] for n in CHECKS[name][3]], int(seed))
+            except CheckFailed as exc:
+                failed.append(f"check.{name}: {exc}")
+                break
+            except Exception as exc:           # the student's code raised
+                failed.append(f"check.{name}: your code raised {type(exc).__name__}: {str(exc)[:200]}")
+                break
+    if failed:
+        raise CheckFailed("not starting: this notebook's checks must pass first, and these fail now:\n  "
+                          + "\n  ".join(failed) + "\nFix each function until its check cell prints OK, then run "
+                          "this cell again.") from None
+    print(f"checks passed just now: {', '.join(names)}")
 
 
 def _observe(fn, *args, **opts) -> dict:
@@ -681,7 +718,8 @@ def batched_policy(fn, rng):
 @_register("es_step", "M4", 2, "04_pong")
 def es_step(fn, rng):
     """es_step(center, noise, fitness, state, sigma, lr, weight_decay) -> (center, state): three
-    updates in a row (each its own noise and fitness, with ties) with the state carried over,
+    updates in a row (each its own noise and fitness, with ties) with the state carried over as
+    the run's checkpoint saves it (a dict of arrays and numbers; a tuple fails),
     each parameter within lr / 1000 of the course's update (the one the grader's replay holds
     your run to)."""
     dim, population = int(rng.integers(5, 15)), 2 * int(rng.integers(5, 12))
@@ -705,7 +743,7 @@ def es_step(fn, rng):
         out = _call(fn, got, noise.copy(), fitness.copy(), state, sigma, lr, decay)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             _fail("es_step: return the pair (new center, state)")
-        got, state = _array(out[0], (dim,), "es_step"), out[1]
+        got, state = _array(out[0], (dim,), "es_step"), _as_saved(out[1])
     near = lambda name: np.max(np.abs(got - want[name])) <= lr / 1000      # noqa: E731
     if near("right"):
         return
@@ -729,6 +767,20 @@ def es_step(fn, rng):
     _fail(f"es_step: off by up to {np.max(np.abs(got - want['right'])):.3g} (more than lr / 1000) after three steps, "
           "and not by one of the usual mistakes; compare each line with the update written out above: centered "
           "ranks (ties shared), noise.T @ weights / (n * sigma) - weight_decay * center, Adam with bias correction")
+
+
+def _as_saved(state):
+    """es_step's state as the run's checkpoint saves it and a resumed run reads it back
+    (``pong.student.state_to_arrays``, ``state_from_arrays``): the check passes that on, so a
+    state the checkpoint cannot hold fails here, not after a generation of training."""
+    from pong.student import state_from_arrays, state_to_arrays
+    if isinstance(state, (tuple, list)):
+        _fail("es_step: the state is a tuple (or a list); return it as a dict of arrays and numbers, e.g. "
+              "{'m': m, 'v': v, 't': t}: your run's checkpoint saves it by name, and a resumed run reads it back")
+    try:
+        return state_from_arrays(state_to_arrays(state))
+    except ValueError as exc:
+        _fail(f"es_step: {exc}")
 
 
 @_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)

@@ -9,11 +9,13 @@ short README and the pages of ``docs/`` the notebooks cite (``READING``). Not in
 noise, optimizers, training loops, the Redis master and protocol, Pong's preprocessing and
 the replay). ``check_release`` proves it on what was written (and ``tests/classroom``):
 
-* every project import in the support code resolves inside the release;
+* every project import in the support code and in the notebooks resolves inside the release;
 * no line of a solution region (an answer) that the student notebooks lack appears in any
   file of the release;
 * no support module defines a function named like a graded one;
-* every ``docs/`` page a notebook names is in the release.
+* the release holds everything its notebooks and documents cite (``cited``): every path,
+  link (and its ``#anchor``), module name and ``python -m`` command in them resolves inside
+  it, so that a student meets no pointer to the course repository's files.
 
 Following nbgrader's layout, DIR is ``release/ASSIGNMENT/`` for an instructor who hands out
 through nbgrader, or any folder (a course repository) students clone. A notebook a student
@@ -37,10 +39,11 @@ SUPPORT = [
     "es/envs/gym_loop.py", "es/distributed/__init__.py", "es/distributed/keys.py", "es/distributed/server.py",
     "pong/__init__.py", "pong/games.py", "pong/policy.py", "pong/student.py", "pong/background.npy",
     "classroom/__init__.py", "classroom/check.py", "classroom/wire.py", "classroom/probe.py",
-    "classroom/redis_workers.py",
+    "classroom/redis_workers.py", "classroom/cartpole_workers.py",
 ]
-# The pages of docs/ the student notebooks cite (check_release: every docs/ page they name is here).
-READING = ["docs/design.md", "docs/distributed.md", "docs/pong.md"]
+# The student-facing pages of docs/: written to cite only what a release holds (check_release).
+READING = ["docs/students.md"]
+RUN_DIR, RUN_FILES = "pong-run", ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz", "beats_random.json")
 RECORDED_SEEDS = (11, 22, 33)      # the inputs a release's checks draw from, per check
 REQUIREMENTS = """\
 # The student release of es-course: pip install -r requirements.txt
@@ -66,15 +69,22 @@ Six notebooks take you from ES on a toy function to an Atari Pong agent of your 
 | `00_es_from_scratch.ipynb`, `01_cartpole.ipynb` | M1: ES in one thread solves CartPole-v1 (10 points) |
 | `02_parallel.ipynb` | M2: the same in parallel with joblib, each job reseeded (5 points) |
 | `03_redis.ipynb` | M3: distributed through Redis (5 points) |
-| `04_pong.ipynb` | M4: Pong from pixels, better than a random player (10 points) |
+| `04_pong.ipynb` | M4: Pong from 42x42 pixels, better than a random player (10 points) |
 | `05_extras.ipynb` | extras |
 
-Set up once (Python 3.11): `pip install -r requirements.txt`, then `jupyter lab` in this folder.
+Set up once (Python 3.11, Linux; macOS untested; on Windows use WSL2): in this folder,
 
-Each gap says `YOUR CODE HERE`; the cell after it runs a check (`check.NAME(...)`) that prints
-`OK ...` or says which mistake its numbers point to, with the seed that repeats it. The
-folders `es/`, `pong/` and `classroom/` are the support code the notebooks import: leave them
-as they are (the grader uses its own copy).
+```bash
+pip install -r requirements.txt
+jupyter lab
+```
+
+Each gap says `YOUR CODE HERE`, and the text above it states the function's contract; the
+cell after it runs a check (`check.NAME(...)`) that prints `OK ...` or says which mistake its
+numbers point to, with the seed that repeats it. The folders `es/`, `pong/` and `classroom/`
+are the support code the notebooks import: leave them as they are (the grader uses its own
+copy). Your path, the checks, Milestone 4's budget and handing in:
+[docs/students.md](docs/students.md).
 
 Hand in this folder, named like your login (your STUDENT_ID), with notebook 04's `pong-run/`
 folder in it: the grader takes your identity from that folder's name and replays your Pong
@@ -165,10 +175,142 @@ def check_release(target) -> list[str]:
     for name in ("references.py", "grade.py", "build.py", "release.py"):
         if (target / "classroom" / name).exists():
             problems.append(f"classroom/{name} is the grader's")
-    for nb in target.glob("*.ipynb"):
-        problems += [f"{nb.name} cites {page}, which is not in the release" for page in
-                     sorted(set(re.findall(r"docs/[\w./-]+\.md", nb.read_text()))) if not (target / page).is_file()]
+    problems += [f"{where} cites {ref}, which is not in the release{why}" for where, _, ref, why in cited(target)[1]]
     return problems
+
+
+# ---- what the release cites must be in it ----
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|(?:src|href)=[\"']([^\"']+)[\"']")
+COMMAND = re.compile(r"\bpython3?\s+-m\s+([A-Za-z_][\w.]*)((?:\s+[a-z][\w-]*)?)")
+EXTENSIONS = "py|md|ipynb|json|jsonl|txt|npz|npy|png|gif|svg|csv|html|sh|toml|cfg|yml|yaml|acl"
+FILE = re.compile(r"(?<![\w./@:-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:%s))(?![\w/-])" % EXTENSIONS)
+MODULE = re.compile(r"(?<![\w./-])((?:es|pong|classroom)(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+
+
+def _folder_path():
+    """Paths into a top-level folder of the release or of the course repository (``benchmarks/``
+    names a folder a release must not cite unless it holds it): ``name/...``."""
+    names = sorted({p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
+                   | {"es", "pong", "classroom", "docs", RUN_DIR}, key=len, reverse=True)
+    return re.compile(r"(?<![\w./@:-])((?:%s)/[\w./-]*)" % "|".join(map(re.escape, names)))
+
+
+def _documents(target: Path):
+    """(name, text, folder, is_code) of every text a student reads in the release: each
+    notebook's cells and every Markdown document."""
+    for nb in sorted(target.glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+            yield f"{nb.name} cell {i}", "".join(cell["source"]), target, cell["cell_type"] == "code"
+    for doc in sorted(target.rglob("*.md")):
+        yield str(doc.relative_to(target)), doc.read_text(), doc.parent, False
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown document's (or a notebook's Markdown cells') headings."""
+    text = path.read_text()
+    if path.suffix == ".ipynb":
+        text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "markdown")
+    heads = re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+def _path_resolves(ref: str, folder: Path, target: Path) -> bool:
+    ref = ref.rstrip("/.,;:")
+    if not ref:
+        return True
+    parts = ref.split("/")
+    if parts[0] == RUN_DIR:               # notebook 04 writes it: the folder and the run's files
+        return len(parts) == 1 or (len(parts) == 2 and parts[1] in ("",) + RUN_FILES)
+    if len(parts) == 1 and ref in RUN_FILES:
+        return True
+    if any((base / ref).exists() for base in (target, folder)):
+        return (folder / ref).resolve().is_relative_to(target.resolve()) or (target / ref).exists()
+    if len(parts) == 1:                   # a bare file name: some file of the release has it
+        return any(p.name == ref for p in target.rglob(ref))
+    return False
+
+
+def _command_resolves(module: str, target: Path) -> str | None:
+    """None if ``python -m module`` runs in the release, else why not."""
+    top = module.split(".")[0]
+    if (target / top).is_dir() or (target / f"{top}.py").is_file():
+        base = target.joinpath(*module.split("."))
+        if (base / "__main__.py").is_file() or base.with_suffix(".py").is_file():
+            return None
+        return f" ({module} has no __main__ in it)"
+    import importlib.util
+    import sys
+    if top in sys.stdlib_module_names or top == "pip":
+        return None
+    if importlib.util.find_spec(top) is None:
+        return f" ({top} is not installed)"
+    from importlib.metadata import packages_distributions
+    norm = lambda name: name.lower().replace("-", "_")      # noqa: E731
+    wanted = {norm(re.split(r"[\[<>=!~ ;]", line.strip())[0])
+              for line in (target / "requirements.txt").read_text().splitlines() if line.strip()[:1].isalnum()}
+    if not {norm(d) for d in [top, *packages_distributions().get(top, [])]} & wanted:
+        return f" ({top} is not in requirements.txt)"
+    return None
+
+
+def cited(target) -> tuple[list, list]:
+    """Every path, link, module and ``python -m`` command the release's notebooks and documents
+    cite, resolved inside ``target``: ``([(where, kind, reference) of those that resolve],
+    [(where, kind, reference, why) of those that do not])``. A link resolves against its document's folder
+    and, with ``#anchor``, to a heading of its target; a path against the release root or its
+    document's folder, or as a file notebook 04 writes (``pong-run/``); a module name
+    (``pong.student.StudentConfig``) to a module or a name defined in one; a command's module
+    to a ``__main__`` in the release or to a package its ``requirements.txt`` installs."""
+    target = Path(target)
+    folder_path, found, missing = _folder_path(), [], []
+
+    def note(where, kind, ref, why):
+        if why is None:
+            found.append((where, kind, ref))
+        else:
+            missing.append((where, kind, ref, why))
+
+    for where, text, folder, is_code in _documents(target):
+        seen = set()
+        if not is_code:
+            for m in LINK.finditer(text):
+                link = m.group(1) or m.group(2)
+                seen.add(link.split("#")[0])
+                if re.match(r"[a-z]+:", link):
+                    continue                  # https: and mailto: lead outside, on purpose
+                path, _, anchor = link.partition("#")
+                page = (folder / path) if path else (target / where.split(" cell ")[0] if " cell " in where
+                                                     else folder / Path(where).name)
+                if path and not (page.exists() and page.resolve().is_relative_to(target.resolve())):
+                    note(where, "link", link, "")
+                elif anchor and page.suffix in (".md", ".ipynb") and anchor not in _anchors(page):
+                    note(where, "link", link, f" (no heading #{anchor} in {page.name})")
+                else:
+                    note(where, "link", link, None)
+        else:
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                tree = None
+            if tree is not None:
+                for name in set(_imports(tree, target / "notebook.py", target)):
+                    note(where, "import", name, None if _resolves(name, target) else "")
+        for m in COMMAND.finditer(text):
+            note(where, "command", f"python -m {m.group(1)}{m.group(2)}", _command_resolves(m.group(1), target))
+        for regex in (folder_path, FILE):
+            for m in regex.finditer(text):
+                ref = m.group(1).rstrip(".,;:")
+                if ref in seen or "://" in text[max(0, m.start() - 8):m.start()]:
+                    continue
+                seen.add(ref)
+                note(where, "path", ref, None if _path_resolves(ref, folder, target) else "")
+        for m in MODULE.finditer(text if not is_code else ""):       # code: its imports are resolved above
+            ref = m.group(1)
+            if re.search(r"\.(?:%s)$" % EXTENSIONS, ref) or ref in seen:
+                continue
+            seen.add(ref)
+            note(where, "module", ref, None if _resolves(ref, target) else "")
+    return found, missing
 
 
 def _imports(tree, path: Path, target: Path):

@@ -11,7 +11,10 @@ seeds, games in two worker processes, a record that lets the grader replay the r
 **The record** (``RUN_DIR``): ``config.json`` (the settings and the run seed),
 ``metrics.jsonl`` (per generation: every member's fitness, as ``es_step`` got it),
 ``centers.npy`` (the parameters before every generation and after the last), and
-``checkpoint.npz`` (the center and the state of ``es_step``, to resume). ``pong.replay``
+``checkpoint.npz`` (the center and the state of ``es_step``, to resume). Two clocks, summed
+over every session that trained the run: ``train_seconds`` (the generations alone) and
+``wall_seconds`` (what the student waited: the generations, the evaluations by the rule and
+starting the worker processes; ``run_minutes`` reads both). ``pong.replay``
 checks it: the identity, each center against the course's update of the one before, and a
 few recorded games played again.
 
@@ -218,20 +221,22 @@ class StudentRun:
         if (self.dir / "checkpoint.npz").exists():
             center, meta, state = load_checkpoint(self.dir / "checkpoint.npz")
             self.generation, self.train_seconds = int(meta["generation"]), float(meta["train_seconds"])
-            self.state = _state_from_arrays(state)
+            self.wall_seconds = float(meta.get("wall_seconds", self.train_seconds))   # older runs: training only
+            self.state = state_from_arrays(state)
             self.centers = list(np.load(self.dir / "centers.npy")[:self.generation + 1])
             self.rows = read_metrics(self.dir)[:self.generation]
             if len(self.centers) != self.generation + 1 or not np.array_equal(self.centers[-1], center):
                 raise ValueError(f"{self.dir}: centers.npy does not match checkpoint.npz; delete the folder to start over")
         else:
-            self.generation, self.train_seconds, self.state, self.rows = 0, 0.0, None, []
+            self.generation, self.train_seconds, self.wall_seconds, self.state, self.rows = 0, 0.0, 0.0, None, []
             self.centers = [POLICY.initial_params(config.seed)]
 
     @property
     def center(self) -> np.ndarray:
         return self.centers[-1]
 
-    def step(self, code: StudentCode, parallel) -> dict:
+    def step(self, code: StudentCode, parallel, clock=None) -> dict:
+        """One generation; ``clock()`` gives the run's wall seconds so far (the record keeps it)."""
         c, g, t0 = self.config, self.generation, time.perf_counter()
         fitness, lengths, center_fitness, center_length = evaluate_generation(code, c, self.center, g, parallel)
         noise = perturbations(c.seed, g, c.population, self.center.size)
@@ -247,9 +252,18 @@ class StudentRun:
         row = {"generation": g, "returns": fitness.tolist(), "pop_mean": float(fitness.mean()),
                "pop_max": float(fitness.max()), "center_return": center_fitness,
                "env_steps": int(lengths.sum()) + center_length, "train_seconds": self.train_seconds}
+        if clock is not None:
+            self.wall_seconds = clock()
+            row["wall_seconds"] = self.wall_seconds
         self.rows.append(row)
         self._save()
         return row
+
+    def save_clock(self, wall_seconds: float):
+        """Record the wall clock after work that is not a generation (an evaluation)."""
+        self.wall_seconds = float(wall_seconds)
+        if self.generation:
+            self._save()
 
     def _save(self):
         with open(self.dir / "metrics.jsonl", "w") as f:
@@ -259,20 +273,32 @@ class StudentRun:
             np.save(f, np.stack(self.centers))
         os.replace(tmp, self.dir / "centers.npy")
         save_checkpoint(self.dir / "checkpoint.npz", self.center, {"generation": self.generation,
-                        "train_seconds": self.train_seconds, "num_params": int(self.center.size),
+                        "train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds,
+                        "num_params": int(self.center.size),
                         "problem": {"kind": "pong", "env_id": "ALE/Pong-v5", "policy": POLICY.spec(),
-                                    "max_steps": self.config.game_cap}}, _state_to_arrays(self.state))
+                                    "max_steps": self.config.game_cap}}, state_to_arrays(self.state))
 
 
-def _state_to_arrays(state) -> dict:
-    if not state:                   # before the first update
+def state_to_arrays(state) -> dict:
+    """``es_step``'s state as the checkpoint saves it: a dict of named numeric arrays (``None``,
+    before the first update, saves nothing). Anything else raises ValueError: the checkpoint
+    could not hold it, and a resumed run could not read it back."""
+    if state is None or (isinstance(state, dict) and not state):
         return {}
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
-        raise ValueError("es_step's state must be a dict of arrays and numbers (e.g. {'m': ..., 'v': ..., 't': ...})")
-    return {k: np.asarray(v) for k, v in state.items()}
+        raise ValueError(f"es_step's state is a {type(state).__name__}; it must be a dict of arrays and numbers "
+                         "with names as keys (e.g. {'m': m, 'v': v, 't': t}): the checkpoint saves it by name")
+    arrays = {k: np.asarray(v) for k, v in state.items()}
+    odd = [k for k, a in arrays.items() if a.dtype.kind not in "biuf"]
+    if odd:
+        raise ValueError(f"es_step's state holds {', '.join(repr(k) for k in odd)}, which is not an array or a "
+                         "number; the checkpoint saves arrays and numbers only")
+    return arrays
 
 
-def _state_from_arrays(arrays: dict):
+def state_from_arrays(arrays: dict):
+    """What ``state_to_arrays`` saved, as ``es_step`` gets it back when a run resumes: 0-d
+    arrays become Python numbers."""
     if not arrays:
         return None
     return {k: (v.item() if v.ndim == 0 else v) for k, v in arrays.items()}
@@ -295,7 +321,9 @@ def train_until_beats_random(student_id: str, run_dir, code: StudentCode, *, bud
     again on 20 seeds it never saw (from ``CONFIRM_SEEDS``, new ones at each check), for at
     most ``config.generations`` generations or ``budget_minutes`` of training. The rule is
     applied every ``check_every`` generations once the population's games beat -20 on average.
-    Returns ``(verdict or None, minutes of training, generations)``; evaluation is not training."""
+    Returns ``(verdict or None, minutes of training, generations)``; evaluation is not training
+    (``run_minutes(run_dir)["wall"]`` is the time on the clock, evaluations included)."""
+    t0 = time.perf_counter()
     config = config or student_config(student_id)
     run = StudentRun(run_dir, config)
     passed = run.dir / "beats_random.json"
@@ -303,13 +331,15 @@ def train_until_beats_random(student_id: str, run_dir, code: StudentCode, *, bud
     if verdict is not None:
         print(f"{run.dir} already holds an agent that beats random: {verdict}")
         return verdict, run.train_seconds / 60, run.generation
+    wall_before = run.wall_seconds
+    clock = lambda: wall_before + time.perf_counter() - t0      # noqa: E731 -- this session's time, added
     bar = tqdm(total=config.generations, initial=run.generation, unit="gen", desc=f"Pong {normalise_id(student_id)}",
                disable=not progress)
     with Parallel(n_jobs=config.workers) as parallel:
         while run.generation < config.generations:
             if budget_minutes is not None and run.train_seconds >= 60 * budget_minutes:
                 break
-            row = run.step(code, parallel)
+            row = run.step(code, parallel, clock)
             bar.update(1)
             bar.set_postfix_str(f"population {row['pop_mean']:.2f} | best {row['pop_max']:.1f} | "
                                 f"{run.train_seconds / 60:.1f} min")
@@ -317,17 +347,28 @@ def train_until_beats_random(student_id: str, run_dir, code: StudentCode, *, bud
             if run.generation % config.check_every == 0 and np.mean([r["pop_mean"] for r in recent]) > -20.0:
                 verdict = beats_random(code, run.center, first_seed)
                 bar.write(f"generation {run.generation} ({run.train_seconds / 60:.1f} min of training): {verdict}")
+                run.save_clock(clock())
                 if verdict.beats_random:
                     # Picked for passing on these 20 games, the agent was picked partly for its luck
                     # on them; 20 games it never saw (as the grader's will be) must agree.
                     confirm = beats_random(code, run.center, CONFIRM_SEEDS + GAMES * (run.generation // config.check_every))
                     bar.write(f"  and on 20 games it never saw: {confirm}")
+                    run.save_clock(clock())
                     if confirm.beats_random:
                         passed.write_text(json.dumps({"generation": run.generation, **asdict(verdict)}) + "\n")
                         break
                 verdict = None
     bar.close()
+    run.save_clock(clock())
     return verdict, run.train_seconds / 60, run.generation
+
+
+def run_minutes(run_dir) -> dict:
+    """``{"train": ..., "wall": ...}``: minutes of training, and minutes on the clock (training,
+    evaluations and starting processes), summed over every session of the run in ``run_dir``."""
+    _, meta, _ = load_checkpoint(Path(run_dir) / "checkpoint.npz")
+    train = float(meta["train_seconds"])
+    return {"train": train / 60, "wall": float(meta.get("wall_seconds", train)) / 60}
 
 
 def _recorded_verdict(path: Path, generation: int) -> Verdict | None:
@@ -349,4 +390,5 @@ def _recorded_verdict(path: Path, generation: int) -> Verdict | None:
 
 
 __all__ = ["StudentCode", "StudentConfig", "Verdict", "beats_random", "identity_note", "perturbations", "play",
-           "student_config", "student_seed", "train_until_beats_random", "PONG_ACTIONS"]
+           "run_minutes", "state_from_arrays", "state_to_arrays", "student_config", "student_seed",
+           "train_until_beats_random", "PONG_ACTIONS"]

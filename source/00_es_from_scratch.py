@@ -9,9 +9,17 @@
 # $$\nabla \approx \frac{1}{n\,\sigma} \sum_i w_i\, \varepsilon_i$$
 #
 # This notebook builds the two pieces (fitness shaping and the gradient estimate) and
-# watches them find the top of the OpenAI blog's quadratic. Each graded cell is followed by a
-# check you can run: it compares your function with the reference in `es` on fresh inputs
-# and names the likely bug when they disagree.
+# watches them find the top of the OpenAI blog's quadratic.
+#
+# **How the checks work.** Each graded cell is followed by a check cell, e.g.
+# `check.centered_ranks(centered_ranks)`. It calls your function on inputs drawn from a seed
+# and compares what it returns with the right answers at a stated tolerance: it prints one
+# line `OK ...`, or names the likely bug and the seed that repeats it
+# (`check.centered_ranks(centered_ranks, seed=S)`). Where the right answers come from: in a
+# student release, answers recorded for the input seeds 11, 22 and 33
+# (`classroom/expected.json`), so a check draws one of those seeds; in the course's own
+# repository and in the grader, the answer key itself, on inputs drawn fresh for every grading
+# run (an answer pasted from one run fails the next).
 #
 # ### Where the estimate comes from (the log-likelihood trick)
 #
@@ -27,8 +35,53 @@
 # policy gradients), applied to a Gaussian over the *parameters* instead of over the actions:
 # the whole episode's return `F` plays the role of the reward, and no gradient of `F` (no
 # backpropagation through the policy or the environment) is ever needed. Averaging `n`
-# samples gives the formula above. Replacing `F` by shaped weights `w_i` (ranks, a baseline)
-# changes the estimate's scale and variance, not the direction it points in on average.
+# samples gives the formula above with `w_i = F(theta + sigma eps_i)`.
+#
+# ### Mirrored (antithetic) pairs
+#
+# ES draws the noise in pairs `+eps_k, -eps_k`. With `n = 2m` members, `m` pairs, the formula
+# above becomes
+#
+# $$\hat g_{\text{pairs}} = \frac{1}{2m\,\sigma} \sum_{k=1}^{m}
+#   \big[F(\theta + \sigma\varepsilon_k) - F(\theta - \sigma\varepsilon_k)\big]\,\varepsilon_k .$$
+#
+# Expand `F` around `theta`: `F(theta +- sigma eps) = F(theta) +- sigma eps^T grad F +
+# sigma^2/2 eps^T H eps +- O(sigma^3)`. In the difference the constant `F(theta)` and the
+# curvature term cancel, leaving `2 sigma eps^T grad F + O(sigma^3)`, so
+# `g_pairs = (1/m) sum_k eps_k eps_k^T grad F + O(sigma^2)`: its only noise is how far the
+# sample covariance of the `eps_k` is from the identity. Without pairs, the term
+# `F(theta) / (n sigma) * sum_i eps_i` stays in the estimate: zero on average, but with a
+# standard deviation of `|F(theta)| / (sigma sqrt(n))` per coordinate, which is large whenever
+# the returns are large next to `sigma |grad F|` (section 2 measures it).
+#
+# ### Shaped weights: a baseline keeps the direction, ranks do not (and that is fine)
+#
+# ES rarely uses `F` itself as the weights. Subtracting a **baseline** `b` (`w_i = F_i - b`)
+# changes nothing on average, because `E[b eps] = 0`: the estimate stays unbiased and only its
+# variance changes. **Ranks** (section 1) are different: `w_i = u(F_i)`, an increasing
+# function of `F` that depends on the whole population (the worst member gets -0.5, the best
+# +0.5). On average the estimate then points along
+#
+# $$\mathbb{E}\big[u(F(\theta + \sigma\varepsilon))\,\varepsilon\big] / \sigma
+#   = \nabla_\theta\, \mathbb{E}\big[u(F(\theta + \sigma\varepsilon))\big],$$
+#
+# the gradient of the smoothed *shaped* objective, where `u(F(x))` is, for a large population,
+# the fraction of the current samples that `x` beats, minus one half. That is not `grad J`,
+# and its direction differs from `grad J`'s in general: the estimate is no longer an unbiased
+# estimate of `grad J`. Why that is fine:
+#
+# * Where `F` is close to linear within `sigma`, the directions agree exactly: if
+#   `F(theta + sigma eps) = F(theta) + sigma g^T eps`, then `u(F)` depends on `eps` only
+#   through `g^T eps`, and by the symmetry of the Gaussian `E[u(F) eps]` is parallel to `g`,
+#   for *any* increasing `u`. Only the length changes (it no longer carries `F`'s units).
+# * Where `F` curves within `sigma`, ranks climb the probability that a sample beats the
+#   current population: still uphill for `F`, towards the same tops (an increasing transform
+#   of `F` has the same maxima).
+# * In exchange the step is immune to one lucky outlier, the same whether `F` is in points,
+#   points cubed or dollars (any increasing transform of `F` trains identically), and sized
+#   by the learning rate alone.
+#
+# Section 2 measures both facts on a quadratic with your functions.
 
 # %%
 import os
@@ -47,6 +100,18 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 # dominate. OpenAI's ES replaces each return by its *rank*, scaled to `[-0.5, 0.5]`: the worst
 # member gets -0.5, the best +0.5, and the weights sum to zero. Tied returns share the mean of
 # their ranks.
+#
+# **`centered_ranks(returns)`**
+# * **Input:** `returns`, a 1-D array (or list) of `n >= 2` real numbers, ties allowed. Leave
+#   it unchanged.
+# * **Returns:** a float64 array of shape `(n,)`: with `rank_i` the 0-based rank of
+#   `returns[i]` (0 for the smallest, `n - 1` for the largest; a group of tied returns all get
+#   the mean of the ranks they occupy), `rank_i / (n - 1) - 0.5`.
+# * **Worked example, with a tie:** `returns = [3.0, 1.0, 3.0, 2.0]`. Sorted: 1.0 (rank 0),
+#   2.0 (rank 1), and the two 3.0 occupy ranks 2 and 3, so each gets 2.5. Ranks `[2.5, 0, 2.5,
+#   1]`, divided by `n - 1 = 3`, minus 0.5: **`[0.3333, -0.5, 0.3333, -0.1667]`** (sum 0).
+# * **The check:** relative error at most 1e-6 against the right weights, on distinct returns
+#   with one huge outlier, then on returns with many ties.
 #
 # <details><summary>Hint: from returns to ranks</summary>
 #
@@ -76,9 +141,17 @@ check.centered_ranks(centered_ranks)
 # %% [markdown]
 # ## 2. The gradient estimate
 #
-# `noise` is `(population, dim)`, `weights` the shaped returns `(population,)`. Keep the
-# `1 / sigma`: without it the step size silently changes whenever you change `sigma` (OpenAI's
-# starter drops it; its users reported it).
+# **`es_gradient(noise, weights, sigma)`**
+# * **Inputs:** `noise`, float64 `(n, dim)`, row `i` is `eps_i` (member `i` played
+#   `theta + sigma * noise[i]`); `weights`, float64 `(n,)`, the shaped returns `w_i`;
+#   `sigma > 0`, a float.
+# * **Returns:** float64 `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i eps_i`.
+# * **Worked example:** `noise = [[1, 0], [0, 2]]`, `weights = [0.5, -0.5]`, `sigma = 0.5`:
+#   `(0.5 * [1, 0] - 0.5 * [0, 2]) / (2 * 0.5)` = **`[0.5, -1.0]`**.
+# * **The check:** relative error at most 1e-5, on random noise, weights and sigma.
+#
+# Keep the `1 / sigma`: without it the step size silently changes whenever you change `sigma`
+# (OpenAI's starter drops it; its users reported it).
 #
 # <details><summary>Hint: one matrix product</summary>
 #
@@ -101,8 +174,9 @@ check.es_gradient(es_gradient)
 # Your estimate against the exact gradient. For `f(w) = -|w - solution|^2` the smoothed
 # objective is `-|theta - solution|^2 - 2 sigma^2`, so its gradient is `-2 (theta - solution)`.
 # With raw returns as the weights the estimate is unbiased; its error shrinks like
-# `1 / sqrt(n)`, and mirrored pairs (`+eps`, `-eps`) cancel the constant part of `f` and
-# shrink it much more.
+# `1 / sqrt(n)`. Mirrored pairs (`+eps`, `-eps`) remove the `F(theta)` term (the equation
+# above): here `|f(theta)| / sigma = 39` against `|grad f| = 4`, so without pairs the error
+# starts about ten times larger.
 #
 # **Expected output** (seed 0): relative error about 0.24, 0.03, 0.003 with mirrored pairs
 # and about 2.5, 0.06, 0.02 without, for `n` = 100, 10,000, 1,000,000.
@@ -134,11 +208,45 @@ for n in (100, 10_000) if FAST else (100, 10_000, 1_000_000):
     print(f"n = {n:>9,}: relative error {errors[0]:.3f} with mirrored pairs, {errors[1]:.3f} without")
 
 # %% [markdown]
+# What ranks do to the direction, measured: on `g(w) = -(w_1^2 + 10 w_2^2)` at
+# `theta = (1, 0.3)` (exact gradient `(-2, -6)`), the average of many estimates (population 100,
+# mirrored pairs, each population shaped on its own, as ES does) with raw returns and with your
+# centered ranks. With `sigma = 0.05`, `g` is nearly linear within reach and both point the
+# same way; with `sigma = 0.5` it curves within reach and the ranks' direction turns away.
+#
+# **Expected output** (seed 0): angle to the exact gradient about 0.2 degrees with raw returns
+# for both sigmas (what is left of the sampling noise); with ranks about 0 degrees at sigma
+# 0.05 and about 14 degrees at sigma 0.5.
+# (The lengths differ too: ranks carry no units of `g`.)
+
+# %%
+def g(w):
+    return -(w[..., 0] ** 2 + 10 * w[..., 1] ** 2)
+
+
+def angle(a, b):
+    return np.degrees(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1)))
+
+
+theta, exact = np.array([1.0, 0.3]), np.array([-2.0, -6.0])
+for sigma in (0.05, 0.5):
+    rng = np.random.default_rng(0)
+    repeats = 500 if FAST else 2000
+    raw, ranked = np.zeros(2), np.zeros(2)
+    for _ in range(repeats):
+        eps = mirrored(rng, 100, 2)
+        returns = g(theta + sigma * eps)
+        raw += es_gradient(eps, returns, sigma) / repeats
+        ranked += es_gradient(eps, centered_ranks(returns), sigma) / repeats
+    print(f"sigma {sigma}: raw returns {raw.round(3)} ({angle(raw, exact):.1f} deg from the exact gradient), "
+          f"ranks {ranked.round(3)} ({angle(ranked, exact):.1f} deg)")
+
+# %% [markdown]
 # ## 3. Climbing the blog's quadratic
 #
 # OpenAI's blog post optimises `f(w) = -|w - solution|^2`. In 2-D we can watch it: the
 # background is the reward landscape, the dots are one generation's population, the line is
-# the path of the center. Antithetic (mirrored) pairs `+eps, -eps` halve the variance.
+# the path of the center. Each generation uses mirrored pairs and your centered ranks.
 
 # %%
 rng = np.random.default_rng(0)
@@ -173,9 +281,10 @@ plt.show()
 # ## 4. sigma and the learning rate
 #
 # With centered ranks the weights no longer carry the reward's scale, so the size of a step
-# is set by `lr / sigma` (the `1 / sigma` of the estimate). A small `sigma` with a large `lr`
-# overshoots and wanders; a large `sigma` with a small `lr` crawls (and blurs the landscape).
-# Below: the distance to the solution after 150 generations on a grid.
+# is set by `lr / sigma` (the `1 / sigma` of the estimate). Too large a ratio overshoots and
+# jitters around the top at that step length; too small a one crawls and does not arrive. A
+# large `sigma` also blurs the landscape. Below: the distance to the solution after 150
+# generations on a grid.
 #
 # **Expected output** (seed 0; rows sigma, columns lr 0.005, 0.05, 0.5):
 # ```
@@ -183,8 +292,13 @@ plt.show()
 # sigma 0.1 :  0.001  0.023  0.836
 # sigma 1.0 :  1.784  0.408  0.011
 # ```
-# The best runs lie on a diagonal, `lr` about `sigma / 2`: change `sigma` and you must change
-# `lr` with it. The training configs in `es` do the same (`--sigma`, `--learning-rate`).
+# Where `f` is close to linear within `sigma`, the expected step with centered ranks is
+# `0.28 lr / sigma` long (`0.28 = E[(Phi(z) - 1/2) z]` for a standard normal `z`), whatever the
+# scale of `f`. The start is 2 away from the solution. The good runs (distance below 0.06) have
+# `lr / sigma` between 0.05 and 0.5; a ratio of 5 or more jitters far from the top (0.594,
+# 0.836, 6.465); at 0.05 or less, 150 steps of at most `0.28 lr / sigma` barely cover the
+# distance or fall short (0.408, 1.784 at sigma 1). Change `sigma` and you must change `lr`
+# with it.
 
 # %%
 def distance_after(sigma, lr, generations=150, population=20, seed=0):

@@ -1,8 +1,10 @@
 """``python -m classroom release DIR``: what students get holds no answer, imports only itself,
-checks with the answers it recorded, and never overwrites a student's edited notebook."""
+cites only what it holds, checks with the answers it recorded, and never overwrites a
+student's edited notebook."""
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +12,7 @@ import sys
 import nbformat
 import pytest
 
-from classroom.release import READING, SUPPORT, check_release, release, solution_lines
+from classroom.release import READING, SUPPORT, check_release, cited, release, solution_lines
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +29,8 @@ def test_a_release_has_the_notebooks_support_and_cited_pages_and_nothing_of_the_
         "05_extras.ipynb"]
     for rel in SUPPORT + READING + ["classroom/expected.json", "requirements.txt", "README.md"]:
         assert (released / rel).is_file(), rel
-    for absent in ("solutions", "source", "classroom/references.py", "classroom/grade.py", "es/shaping.py",
-                   "pong/env.py", "pong/replay.py"):
+    for absent in ("solutions", "source", "benchmarks", "classroom/references.py", "classroom/grade.py", "es/shaping.py",
+                   "pong/env.py", "pong/replay.py", "es/distributed/protocol.py", "docs/pong.md", "docs/design.md"):
         assert not (released / absent).exists(), absent
     assert check_release(released) == []
 
@@ -46,12 +48,69 @@ def test_check_release_finds_a_solution_line_a_graded_function_a_stray_import_an
     with open(rel / "pong" / "student.py", "a") as f:
         f.write(f"\n{next(line for line in secret if parses(line))}\n")
     (rel / "es" / "helpers.py").write_text("import es.shaping\n\n\ndef centered_ranks(x):\n    return x\n")
-    (rel / "docs" / "pong.md").unlink()
+    (rel / "docs" / "students.md").unlink()
     problems = "\n".join(check_release(rel))
     assert "pong/student.py holds 1 line(s) of the solutions" in problems
     assert "es/helpers.py defines centered_ranks, a graded function" in problems
     assert "es/helpers.py imports es.shaping, which is not in the release" in problems
-    assert "04_pong.ipynb cites docs/pong.md, which is not in the release" in problems
+    assert re.search(r"04_pong.ipynb cell \d+ cites docs/students.md, which is not in the release", problems)
+    assert "README.md cites docs/students.md, which is not in the release" in problems
+
+
+def test_a_release_cites_only_what_it_holds(released):
+    """Every notebook cell and every Markdown document of the release is read; every path, link
+    (with its anchor), module name, notebook import and ``python -m`` command in them resolves
+    inside the release. The counts show the reader found what there is to resolve."""
+    found, missing = cited(released)
+    assert missing == [], "\n".join(f"{w}: {k} {r}{why}" for w, k, r, why in missing)
+    kinds = {}
+    for _, kind, _ in found:
+        kinds[kind] = kinds.get(kind, 0) + 1
+    assert kinds.get("path", 0) >= 30 and kinds.get("import", 0) >= 30 and kinds.get("module", 0) >= 5 \
+        and kinds.get("link", 0) >= 5, kinds
+    read = {where.split(" cell ")[0] for where, _, _ in found}
+    assert read >= {p.name for p in released.glob("*.ipynb")} | {"README.md", "docs/students.md"}, read
+    for ref in [("README.md", "link", "docs/students.md"), ("docs/students.md", "link", "#milestone-4-your-own-pong-agent"),
+                ("docs/students.md", "path", "classroom/expected.json"), ("docs/students.md", "path", "pong-run/checkpoint.npz")]:
+        assert ref in found, ref
+
+
+PLANTED_TEXT = """A student reads:
+the benchmark `benchmarks/pong_student.py`, the [design](docs/design.md), a
+[heading that is not there](docs/students.md#no-such-heading), [outside](../secrets.md),
+`python -m es train cartpole`, `python -m jupyter lab`, `python -m no_such_package_here`,
+the evaluator `es.parallel`, the class `pong.student.NoSuchThing`, and `pong-run/stolen.npz`.
+"""
+
+
+def test_cited_names_every_kind_of_pointer_that_does_not_resolve(released, tmp_path):
+    rel = copy_of(released, tmp_path)
+    path = rel / "02_parallel.ipynb"
+    nb = nbformat.read(str(path), 4)
+    nb.cells.append(nbformat.v4.new_markdown_cell(PLANTED_TEXT))
+    nb.cells.append(nbformat.v4.new_code_cell("from es.shaping import centered_ranks\nfrom pong.student import nothing"))
+    nbformat.write(nb, str(path))
+    with open(rel / "docs" / "students.md", "a") as f:
+        f.write("\nSee [the instructors' page](instructors.md) and `docs/install.md`.\n")
+    found, missing = cited(rel)
+    got = {(where.split(" cell ")[0], kind, ref) for where, kind, ref, _ in missing}
+    want = {("02_parallel.ipynb", "path", "benchmarks/pong_student.py"),
+            ("02_parallel.ipynb", "link", "docs/design.md"),
+            ("02_parallel.ipynb", "link", "docs/students.md#no-such-heading"),
+            ("02_parallel.ipynb", "link", "../secrets.md"),
+            ("02_parallel.ipynb", "command", "python -m es train"),
+            ("02_parallel.ipynb", "command", "python -m no_such_package_here"),
+            ("02_parallel.ipynb", "module", "es.parallel"),
+            ("02_parallel.ipynb", "module", "pong.student.NoSuchThing"),
+            ("02_parallel.ipynb", "path", "pong-run/stolen.npz"),
+            ("02_parallel.ipynb", "import", "es.shaping"),
+            ("02_parallel.ipynb", "import", "es.shaping.centered_ranks"),
+            ("02_parallel.ipynb", "import", "pong.student.nothing"),
+            ("docs/students.md", "link", "instructors.md"),
+            ("docs/students.md", "path", "docs/install.md")}
+    assert got == want, (got - want, want - got)
+    assert any(kind == "command" and ref == "python -m jupyter lab" for _, kind, ref in found)
+    assert len(check_release(rel)) >= len(want)
 
 
 def parses(line: str) -> bool:

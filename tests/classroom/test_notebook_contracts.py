@@ -1,0 +1,107 @@
+"""What the notebooks promise around their gaps: notebook 04's training cell refuses to start
+until its checks pass, and notebook 03's last section trains through Redis with the student's
+own gather, ending where one process does."""
+import contextlib
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from classroom import check
+from classroom.build import BEGIN, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def answers_of(name: str, before: str) -> dict:
+    """The namespace of a notebook's first code cell and its answer cells before ``before``,
+    as a student's kernel holds it once those cells ran."""
+    cells = [c["source"] for c in parse((ROOT / "source" / f"{name}.py").read_text().split(before)[0])
+             if c["type"] == "code"]
+    namespace = {"__name__": "__main__"}
+    for cell in [cells[0]] + [c for c in cells[1:] if BEGIN in c]:
+        exec(compile(cell, name, "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def pong_answers():
+    return answers_of("04_pong", "# ## 5. ")
+
+
+def test_the_training_gate_passes_the_answers_and_refuses_a_failing_or_missing_function(pong_answers, monkeypatch):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        check.ready("04_pong", pong_answers)
+    assert "checks passed just now: downsample, stack_frames, batched_policy, es_step" in out.getvalue()
+
+    def tuple_state(center, noise, fitness, state, sigma, lr, weight_decay):
+        new, state = pong_answers["es_step"](center, noise, fitness, state and dict(zip("mvt", state)), sigma, lr,
+                                             weight_decay)
+        return new, (state["m"], state["v"], state["t"])
+
+    broken = {**pong_answers, "es_step": tuple_state}
+    del broken["stack_frames"]
+    with pytest.raises(check.CheckFailed) as refused:
+        check.ready("04_pong", broken)
+    message = str(refused.value)
+    assert message.startswith("not starting: this notebook's checks must pass first")
+    assert "check.stack_frames: stack_frames is not defined" in message
+    assert "check.es_step: es_step: the state is a tuple" in message
+    assert "downsample" not in message and "batched_policy" not in message
+
+    def raises(*args):
+        raise NotImplementedError("04_pong: your code here")
+    with pytest.raises(check.CheckFailed, match="check.batched_policy: your code raised NotImplementedError"):
+        check.ready("04_pong", {**pong_answers, "batched_policy": raises})
+
+
+def test_the_pong_agent_check_is_not_part_of_the_gate():
+    """It replays a run (minutes): the gate runs the quick checks only."""
+    assert "pong_agent" in check.checks_for("04_pong") and "pong_agent" in check._SLOW
+
+
+def test_a_state_the_checkpoint_cannot_hold_fails_es_step_with_its_reason(pong_answers):
+    def object_state(center, noise, fitness, state, sigma, lr, weight_decay):
+        new, state = pong_answers["es_step"](center, noise, fitness, state and {k: v for k, v in state.items()
+                                                                                 if k != "note"}, sigma, lr,
+                                             weight_decay)
+        return new, {**state, "note": None}
+    with pytest.raises(check.CheckFailed, match="holds 'note', which is not an array or a number"):
+        check.es_step(object_state, seed=5)
+
+
+def test_notebook_03s_run_through_redis_with_the_students_gather_ends_where_one_process_does():
+    """Section 4's run, shortened: three workers (one dies holding a chunk in generation 1),
+    the notebook's own encode_result, decode_result and gather; the same centers as without
+    Redis, and the dead worker's chunk handed out again."""
+    import json
+    import redis
+    from classroom.cartpole_workers import CartPoleWorkers, member_returns, pair_noise, task_fields
+    from es.distributed.server import EmbeddedRedis
+    ns = answers_of("03_redis", "# ## 4. ")
+    seed, population, sigma = 3, 64, 0.2
+    bounds = [(a, a + 16) for a in range(0, population, 16)]
+
+    def update(center, g, returns):
+        z = (returns - returns.mean()) / (returns.std() + 1e-8)
+        return (center + 0.3 * pair_noise(seed, g, population, center.size).T @ z / (population * sigma)).astype(np.float32)
+
+    centers = {"redis": np.zeros(10, np.float32), "one": np.zeros(10, np.float32)}
+    with EmbeddedRedis() as server, CartPoleWorkers(server.worker_url, ns["encode_result"], workers=3,
+                                                    crash=1) as workers:
+        master = redis.Redis.from_url(server.master_url)
+        for g in range(3):
+            master.delete("es:leases")
+            master.hset("es:task", mapping=task_fields(g, seed, sigma, population, centers["redis"]))
+            master.rpush("es:jobs", *[json.dumps({"g": g, "a": a, "b": b}) for a, b in bounds])
+            returns, lengths = ns["gather"](server.master_url, g, bounds, 0.5, 20.0)
+            task = {"g": g, "seed": seed, "sigma": sigma, "population": population, "center": centers["one"]}
+            want, want_lengths = member_returns(task, 0, population)
+            assert np.array_equal(returns, want) and np.array_equal(lengths, want_lengths), g
+            centers = {"redis": update(centers["redis"], g, returns), "one": update(centers["one"], g, want)}
+        master.close()
+    assert np.array_equal(centers["redis"], centers["one"])
+    assert workers.died is not None and workers.died[1] == 1 and (1, workers.died[2]) in workers.requeued()
+    assert workers.errors == []
