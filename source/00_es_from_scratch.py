@@ -17,7 +17,8 @@
 # line `OK ...`, or names the likely bug and the seed that repeats it
 # (`check.centered_ranks(centered_ranks, seed=S)`). Where the right answers come from: in a
 # student release, answers recorded for the input seeds 11, 22 and 33
-# (`classroom/expected.json`), so a check draws one of those seeds; in the course's own
+# (`classroom/expected.json`), so a check that needs them draws one of those seeds (a check
+# whose answer follows from its inputs alone draws a fresh one); in the course's own
 # repository and in the grader, the answer key itself, on inputs drawn fresh for every grading
 # run (an answer pasted from one run fails the next).
 #
@@ -265,8 +266,8 @@ print("center after training:", theta.round(3), "solution:", solution)
 xs, ys = np.meshgrid(np.linspace(-1.3, 1.0, 120), np.linspace(-0.8, 1.3, 120))
 fig, ax = plt.subplots(figsize=(6, 5))
 ax.contourf(xs, ys, f(np.stack([xs, ys], -1)), levels=30, cmap="viridis")
-for g, pts in snapshots.items():
-    ax.scatter(pts[:, 0], pts[:, 1], s=12, label=f"population, generation {g}")
+for gen, pts in snapshots.items():
+    ax.scatter(pts[:, 0], pts[:, 1], s=12, label=f"population, generation {gen}")
 ax.plot(path[:, 0], path[:, 1], "w.-", lw=1, ms=3, label="center")
 ax.plot(*solution, "r*", ms=14, label="solution")
 ax.legend(fontsize=8, loc="lower left")

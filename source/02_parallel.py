@@ -177,7 +177,9 @@ check.parallel_returns(parallel_returns, evaluate_members)
 # CartPole generation is milliseconds of batched NumPy, less than dispatching it to other
 # processes costs (the course's own evaluator measures both and stays in-process when that is
 # faster). Heavier work gains: a Pong generation (notebook 04), tens of seconds, runs about 2.1
-# times as fast in 2 processes on 2 cores (measured in the course repository's benchmarks).
+# times as fast in 2 processes as in 1 on 2 cores (measured in the course repository's
+# benchmarks). More than 2 because the bare games themselves ran 2.12 times as fast in 2
+# processes there: one process alone leaves part of its core idle while it waits on ALE.
 
 # %%
 center = np.zeros(policy.num_params)

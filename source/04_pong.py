@@ -289,8 +289,8 @@ check.es_step(es_step)
 # `ALE/Pong-v5` with your agent and 20 with a uniformly random player on the same seeds; your
 # agent beats random when its 95% t-interval lies entirely above the random player's. The
 # random player scores -20.25 on seeds 0..19 (interval [-20.65, -19.85]); on other sets of 20
-# games it averages between about -20.8 and -20.0 (the course README's -20.8 is seeds
-# 700,000..700,019), so the bar moves a little with the seeds. Training applies it every 5
+# games it averages between about -20.8 and -20.0 (-20.8 on seeds 700,000..700,019, where the
+# course's shipped agent was measured), so the bar moves a little with the seeds. Training applies it every 5
 # generations once the population's games
 # beat -20, and stops at the first agent that passes it twice: on seeds 0..19, then on 20 games
 # it has never seen (seeds from 500,000, new ones at each check). Why twice: the first of many
@@ -309,8 +309,8 @@ check.es_step(es_step)
 #   notebook asks plays a game step 1.05 times as long, and the evaluations add 4 to 10% to the
 #   training, both measured in the course repository's benchmarks);
 # * **measured on a 2-core machine kept busy by other work** (load averages of 6 to 13, that
-#   is 3 to 6.5 runnable processes per core): this notebook's own run 20.8 minutes (30
-#   generations; its output is under the training cell), `ada` 29.6 (35 generations), and
+#   is 3 to 6.5 runnable processes per core): the course's executed solution of this notebook
+#   20.8 minutes (30 generations), `ada` 29.6 (35 generations), and
 #   `hopper`, the slowest of the eight, 43.4 (70 generations).
 #
 # Plan for 15 minutes on a machine to yourself and an hour on a busy one; more than 2 cores do
