@@ -186,7 +186,8 @@ check.chunks_to_requeue(chunks_to_requeue)
 # * **Leases:** whenever nothing arrived within the poll, ask your `chunks_to_requeue` which
 #   chunks to hand out again, with the chunks whose result is not in yet and when each was last
 #   queued (`queued_at`), the chunks still waiting (`r.lrange("es:jobs", 0, -1)`: JSON jobs,
-#   bytes), the leases (`r.hgetall("es:leases")`: bytes -> bytes, e.g.
+#   bytes; only this generation's count, a leftover job of another generation is no copy of
+#   yours), the leases (`r.hgetall("es:leases")`: bytes -> bytes, e.g.
 #   `{b"0:32": b"1764022531.41"}`: decode the names, `float()` the times) and `time.time()`.
 #   Push each chunk it names back onto `es:jobs` as a job in the same JSON form,
 #   `json.dumps({"g": generation, "a": a, "b": b})`, and set its `queued_at` to `time.time()`
