@@ -18,6 +18,10 @@ from pathlib import Path
 
 from es.errors import ESError
 
+from .quick_start import skip_unused_imports
+
+skip_unused_imports()      # this is a command's process: it reads notebooks, a second sooner
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse's own status for usage errors)

@@ -665,6 +665,8 @@ def _child_main(argv=None) -> None:
     args = json.loads((argv or sys.argv)[1])
     fd = int(args.pop("result_fd"))
     os.set_inheritable(fd, False)          # no process started from here gets the pipe
+    from .quick_start import skip_unused_imports
+    skip_unused_imports()
     for module in PREIMPORT:               # before any student code runs: nothing written later shadows them
         importlib.import_module(module)
     only = args.pop("only")
