@@ -59,6 +59,10 @@ class Evaluator(Protocol):
     def evaluate(self, task, seeds, center_seeds):
         """``task``: an ``es.strategy.GenerationTask``; returns an ``es.evaluators.GenerationResult``."""
 
+    def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
+        """Start the workers and build the problem in each before the first generation is timed
+        (``train`` calls it once; generations of ``population`` members of ``episodes`` episodes)."""
+
     def verify_center(self, center_seeds, reported: float) -> float:
         return reported
 

@@ -187,6 +187,11 @@ class ParallelEvaluator(Evaluator):
         self._ready(episodes)
         self._warm.result(timeout=timeout)
 
+    def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
+        """Start warming the workers in the background (in-process generations go on meanwhile)."""
+        if self.adaptive and self.workers > 1:
+            self._ready(max(b - a for a, b in self.bounds(population)) * episodes + center_episodes)
+
     def _warm_up(self, episodes: int) -> None:
         problem = None if self._key is not None else self.problem
         with tempfile.TemporaryDirectory(prefix="es-warm-") as barrier:

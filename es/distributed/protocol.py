@@ -31,7 +31,7 @@ import struct
 
 import numpy as np
 
-from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK  # noqa: F401 -- the protocol's keys
+from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK, ready_field  # noqa: F401 -- the protocol's keys
 MAGIC = b"ESR2"
 HEADER = struct.Struct("<4sB8s8s8sIIIB8s")
 MAX_RESULT_BYTES = 1 << 20

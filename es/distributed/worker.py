@@ -4,6 +4,11 @@ A worker may start before the master, join or leave at any time. Per job it read
 checks) the task record, renews its lease while it works, and sends back returns and episode
 lengths. Nothing it reads makes it exit: what it cannot use is logged and skipped or
 reported to the master; a key of the wrong type makes it wait for the master's repair.
+
+A worker the master starts itself (``--redis`` with local workers) gets from its environment
+an id the master issued (``ES_WORKER_ID``: the master trusts it from its first result) and
+the problem to build before it connects (``ES_WARM``); it then says it is ready
+(``keys.ready_field``).
 """
 from __future__ import annotations
 
@@ -23,23 +28,51 @@ from .server import die_with_parent
 
 
 def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
-               stop: threading.Event | None = None) -> int:
+               stop: threading.Event | None = None, worker_id: bytes | None = None) -> int:
+    """``worker_id``: 8 bytes (default: ``ES_WORKER_ID``, else random)."""
     from ..training import one_blas_thread
     if stop is None:
         die_with_parent()   # started by an embedded master or by run_workers: never outlive it
     with one_blas_thread():
-        return _run_worker(url, max_jobs, log, password, tamper, stop)
+        return _run_worker(url, max_jobs, log, password, tamper, stop, worker_id)
 
 
-def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=None) -> int:
+def _own_id() -> bytes:
+    """The id the master issued (``ES_WORKER_ID``, 16 hex digits), else a fresh random one."""
+    given = os.environ.pop("ES_WORKER_ID", "")       # not passed on to anything this process starts
+    try:
+        return bytes.fromhex(given) if len(given) == 16 else os.urandom(8)
+    except ValueError:
+        return os.urandom(8)
+
+
+def _warm(log) -> dict:
+    """The problem named by ``ES_WARM`` (``{"spec": ..., "episodes": k}``), built and warmed
+    for ``k`` episodes at once before the first job: spec key -> problem."""
+    from ..envs import make_problem
+    raw = os.environ.pop("ES_WARM", "")
+    if not raw:
+        return {}
+    try:
+        want = json.loads(raw)
+        P.validate_spec(want["spec"])
+        problem = make_problem(want["spec"])
+        problem.warm_up(int(want.get("episodes", 1)))
+    except Exception as exc:   # noqa: BLE001 -- the first job builds it again, and reports what fails
+        log(f"worker: could not build the problem before the first job ({exc.__class__.__name__}: {exc})")
+        return {}
+    return {json.dumps(want["spec"], sort_keys=True): problem}
+
+
+def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=None, worker_id=None) -> int:
     """``tamper(job, returns, lengths, center) -> (returns, lengths, center)``: a liar (tests, benchmarks)."""
     import redis
     log = log or logging.getLogger(__name__).warning
     from ..envs import make_problem
+    wid = worker_id or _own_id()
+    problems: dict = _warm(log)
     link = RedisLink(url, max_outage=None, log=log, password=password)
     r, call = link.client, link.call
-    wid = os.urandom(8)
-    problems: dict = {}
     cached = None   # (run, nonce, decoded task)
     said: set = set()
     jobs_done = 0
@@ -50,6 +83,12 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             log(msg)
 
     log(f"worker {wid.hex()} connected to {where(url)}")
+    if problems:       # started by a master, which waits for this before its first generation
+        try:
+            call(r.hset, P.LEASES, P.ready_field(wid.hex()), json.dumps({"w": wid.hex(), "n": "ready",
+                                                                        "t": link.server_time()}))
+        except redis.ResponseError as exc:
+            log(f"worker {wid.hex()}: could not say it is ready ({exc})")
     while (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set()):
         try:
             item = call(r.blpop, P.JOBS, timeout=1)
