@@ -1,8 +1,8 @@
 """Milestone 2: evaluate a generation in parallel with joblib, bit-identical to one process.
 
 Persistent loky workers, warmed before they are timed; each generation cut into chunks that
-shrink towards its end (``guided_bounds``), handed out largest first with the center's
-episodes in the first; a member's noise is a pure function of ``(seed, generation, member)``,
+shrink towards its end (``guided_bounds``), handed out largest first, while this process plays
+the center's episodes; a member's noise is a pure function of ``(seed, generation, member)``,
 so any worker count and any chunking give the same run. Why per-job reseeding is not enough,
 and when it stays in-process: docs/design.md#parallel-evaluation; where the time goes on
 many cores: docs/distributed.md#scaling.
@@ -109,7 +109,7 @@ def guided_bounds(population: int, workers: int, unit: int = 2) -> list[tuple[in
 
 def dispatch_order(bounds) -> list[int]:
     """Indices of ``bounds`` in the order they are handed out: the last chunk (the largest of a
-    guided layout, and the one that also plays the center's episodes) first."""
+    guided layout; where a worker plays the center, the one that does) first."""
     return list(range(len(bounds) - 1, -1, -1))
 
 
@@ -158,6 +158,7 @@ class ParallelEvaluator(Evaluator):
         self.mode = "local" if adaptive else "parallel"     # adaptive: in-process until the workers are warm
         self._announced = None
         self._warming = ThreadPoolExecutor(1, thread_name_prefix="es-warm")
+        self._center_pool = ThreadPoolExecutor(1, thread_name_prefix="es-center")
         self._warm = None            # the future of the workers' warm-up
         self._warm_episodes = 0      # what they were warmed for
         self._last_parallel = time.monotonic()
@@ -188,9 +189,11 @@ class ParallelEvaluator(Evaluator):
         self._warm.result(timeout=timeout)
 
     def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
-        """Start warming the workers in the background (in-process generations go on meanwhile)."""
+        """Start warming the workers in the background (in-process generations go on meanwhile);
+        this process gets ready to play the center."""
+        self.problem.warm_up(center_episodes)
         if self.adaptive and self.workers > 1:
-            self._ready(max(b - a for a, b in self.bounds(population)) * episodes + center_episodes)
+            self._ready(max(b - a for a, b in self.bounds(population)) * episodes)
 
     def _warm_up(self, episodes: int) -> None:
         problem = None if self._key is not None else self.problem
@@ -219,7 +222,7 @@ class ParallelEvaluator(Evaluator):
     def evaluate(self, task: GenerationTask, seeds, center_seeds) -> GenerationResult:
         bounds = self.bounds(task.population)
         n_center = len(center_seeds) if center_seeds is not None else 0
-        how = self._choose(max(b - a for a, b in bounds) * len(seeds) + n_center)
+        how = self._choose(max(b - a for a, b in bounds) * len(seeds))
         if how == "local":
             if not self._timing["local"]:      # this process's environments are built outside the clock
                 self.problem.warm_up(task.population * len(seeds) + n_center)
@@ -268,19 +271,25 @@ class ParallelEvaluator(Evaluator):
             self._announced = self.mode
 
     def _dispatch(self, task: GenerationTask, seeds, center_seeds, bounds):
+        """The members on the workers, the center here meanwhile: this process waits anyway, and
+        one worker playing the center's episodes besides its share was the generation's
+        straggler (at population 128 on 16 workers: 9 episodes' time where 8 were due)."""
         fields = {"seed": task.seed, "generation": task.generation, "sigma": task.sigma,
                   "antithetic": task.antithetic, "population": task.population, "noise": task.noise}
         seeds = [int(s) for s in seeds]
-        center_seeds = [int(s) for s in center_seeds] if center_seeds is not None else []
         problem = None if self._key is not None else self.problem
+        center = self._center_pool.submit(evaluate_members, self.problem, task, [], [], center_seeds) \
+            if center_seeds is not None and len(center_seeds) else None
         order = dispatch_order(bounds)
-        jobs = [delayed(evaluate_chunk)(self._key, problem, fields, task.center, *bounds[i], seeds,
-                                        center_seeds if i == len(bounds) - 1 else None) for i in order]
-        out = dict(zip(order, self._parallel(jobs)))
+        jobs = [delayed(evaluate_chunk)(self._key, problem, fields, task.center, *bounds[i], seeds, None)
+                for i in order]
+        try:
+            out = dict(zip(order, self._parallel(jobs)))
+        finally:
+            _, _, cr, cl = center.result() if center is not None else (None, None, None, 0)
         returns = np.concatenate([out[i][0] for i in range(len(bounds))])
         lengths = np.concatenate([out[i][1] for i in range(len(bounds))])
-        last = out[len(bounds) - 1]
-        return returns, lengths, last[2], last[3], sum(o[4] for o in out.values())
+        return returns, lengths, cr, cl, sum(o[4] for o in out.values())
 
     def close(self):
         if self._warm is not None:
@@ -290,6 +299,7 @@ class ParallelEvaluator(Evaluator):
             except BaseException:  # noqa: BLE001 -- closing: a failed warm-up has nothing left to say
                 pass
         self._warming.shutdown(wait=True)
+        self._center_pool.shutdown(wait=True)
         if self._parallel is not None:
             self._parallel.__exit__(None, None, None)
             self._parallel = None

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -60,6 +61,7 @@ class DaskEvaluator(Evaluator):
         self.episode_cap = getattr(problem, "episode_cap", None)
         self.run = secrets.token_hex(8)
         self._cluster = None
+        self._center_pool = ThreadPoolExecutor(1, thread_name_prefix="es-center")
         if address == "local":
             n = workers or os.cpu_count() or 1
             # One thread per worker process: environments and NumPy use the cores themselves.
@@ -92,6 +94,7 @@ class DaskEvaluator(Evaluator):
         """Every worker builds the problem and its games before the first generation is timed."""
         largest = max(b - a for a, b in self.bounds(population)) * episodes + center_episodes
         self.client.run(warm_worker, json.dumps(self.spec, sort_keys=True), largest)
+        self.problem.warm_up(center_episodes)
 
     def evaluate(self, task, seeds, center_seeds) -> GenerationResult:
         from dask.distributed import as_completed
@@ -103,7 +106,10 @@ class DaskEvaluator(Evaluator):
         digest = P.task_digest(record)
         [shared] = self.client.scatter([record], broadcast=True, hash=False)   # one future for the whole record
         bounds = self.bounds(pop)
-        with_center = [i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
+        # The center: played here while the workers play the members (with --chunks: by the last chunk).
+        here = not self.chunks and center_seeds is not None and len(center_seeds) > 0
+        own = self._center_pool.submit(evaluate_members, self.problem, task, [], [], center_seeds) if here else None
+        with_center = [not here and i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
                        for i in range(len(bounds))]
         # Submitted largest first (the center's chunk first): Dask runs earlier submissions first.
         futures = {self.client.submit(evaluate_chunk, shared, *bounds[i], with_center[i], pure=False, retries=2):
@@ -134,9 +140,12 @@ class DaskEvaluator(Evaluator):
             for fut in futures:
                 fut.release()
             shared.release()
+            if own is not None:
+                center = own.result()[2:]
         return GenerationResult(returns, lengths, center[0], center[1], {"chunks": len(bounds)})
 
     def close(self):
+        self._center_pool.shutdown(wait=True)
         try:
             self.client.close()
         finally:

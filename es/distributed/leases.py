@@ -29,13 +29,14 @@ class Board:
     def __init__(self, link, run: str, spec: dict, lease_seconds: float, log):
         self.link, self.run, self.spec, self.lease_seconds, self.log = link, run, spec, lease_seconds, log
 
-    def open(self, task, seeds, center_seeds, cap: int, bounds, order=None) -> None:
+    def open(self, task, seeds, center_seeds, cap: int, bounds, order=None, center_here: bool = False) -> None:
         """Publish a generation: its task record and one job per chunk of ``bounds``, queued in
-        ``order`` (indices into ``bounds``; default as listed). The last chunk plays the center."""
+        ``order`` (indices into ``bounds``; default as listed). The last chunk plays the center,
+        unless the master plays it (``center_here``)."""
         g = task.generation
         self.task, self.seeds, self.center_seeds, self.cap = task, seeds, center_seeds, cap
         self.chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}   # first member -> chunk
-        self.center_chunk = self.chunk_of[bounds[-1][0]][2]
+        self.center_chunk = None if center_here else self.chunk_of[bounds[-1][0]][2]
         self.said: set = set()
         self._stamp()
         ids = [self.chunk_of[bounds[i][0]][2] for i in (order if order is not None else range(len(bounds)))]

@@ -11,7 +11,9 @@ no trusted id exists yet or no trusted result comes within a lease time, the mas
 evaluates the chunk in the background. The first trusted evaluation is used and settles
 what was held: identical, the id earns trust and its other held results are released;
 different, it is banned. Chunks shrink towards a generation's end (``guided_bounds``) for
-the workers the master knows of: its own and those it heard from in the last generation.
+the workers the master knows of: its own and those it heard from in the last generation; the
+master plays the center's episodes itself meanwhile (with ``chunks`` given: the last chunk's
+worker does, as before).
 """
 from __future__ import annotations
 
@@ -81,6 +83,10 @@ class RedisEvaluator(Evaluator):
             return chunk_bounds(population, max(8, known))
         return guided_bounds(population, known)
 
+    def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
+        """The master gets ready to play the center and its spot checks."""
+        self.problem.warm_up(center_episodes)
+
     def wait_for_workers(self, ids, timeout: float = 120.0) -> float:
         """Wait until the workers ``ids`` (hex) have said they are ready (``keys.ready_field``);
         seconds waited. Workers that are late are logged, not waited for beyond ``timeout``."""
@@ -110,16 +116,18 @@ class RedisEvaluator(Evaluator):
         cap = self.episode_cap or 2 ** 32 - 1     # env steps of one episode, at most
         self._caps = [min(2 ** 32 - 1, cap * len(s)) for s in (seeds, center_seeds if center_seeds is not None else [])]
         self.verify.start(task, seeds, center_seeds, bounds)
-        bd.open(task, seeds, center_seeds, cap, bounds, dispatch_order(bounds))
+        here = not self.chunks and center_seeds is not None and len(center_seeds) > 0   # the master plays the center
+        bd.open(task, seeds, center_seeds, cap, bounds, dispatch_order(bounds), center_here=here)
         self._published = time.monotonic()   # every chunk of the generation is queued at once
         self._returns, self._lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
         self._done, self._center = {}, None   # chunk id -> worker; (return, length, worker)
+        center = self.verify.submit_center() if here else None
         self._held, self._wanted, self._own = {}, {}, {}   # chunk id -> [(worker, result)]; -> time; -> future
         self._heard_now: set = set()
         self._info = dict.fromkeys(("requeued", "discarded", "probation_checks", "vouched", "master_chunks"), 0)
         last_check, last_news = 0.0, time.monotonic()
         try:
-            while len(self._done) < len(bd.chunk_of):
+            while len(self._done) < len(bd.chunk_of) or (center is not None and not center.done()):
                 for raw in self._pop_results(0.05 if self._own else 0.5):
                     if self._receive(raw):
                         last_news = time.monotonic()
@@ -136,10 +144,18 @@ class RedisEvaluator(Evaluator):
         finally:
             for fut in self._own.values():
                 fut.cancel()       # not started: not needed any more; one running is left to finish
+        if center is not None:
+            try:
+                cr, cl = center.result()
+            except Exception as exc:   # noqa: BLE001 -- the master's own environment failed
+                raise EvaluationError(f"the master could not play the center of generation {g}: "
+                                      f"{exc.__class__.__name__}: {exc}") from None
+            self._center = (cr, cl, "master")
         self._heard = self._heard_now or self._heard
         info = {"workers": len(set(self._done.values()) - {"master"}), "chunks": len(bounds), **self._info,
                 "held": sum(map(len, self._held.values())), "spot_checked": len(self.verify.checks()),
-                "spot_check_seconds": self.verify.spot_seconds, "master_seconds": self.verify.seconds,
+                "spot_check_seconds": self.verify.spot_seconds, "center_seconds": self.verify.center_seconds,
+                "master_seconds": self.verify.seconds,
                 "banned": len(self.banned), **self.counts, "repaired": self.counts["repaired"] + self.link.repairs}
         self.counts, self.link.repairs = dict.fromkeys(COUNTS, 0), 0
         self._task, c = task, self._center
@@ -345,6 +361,8 @@ class RedisEvaluator(Evaluator):
         return self._trusted(own, a, b, jid)
 
     def verify_center(self, center_seeds, reported: float) -> float:
+        if self._center_reporter is None and self._center is not None and self._center[2] == "master":
+            return reported        # played here
         return self.verify.verify_center(self._task, center_seeds, reported, self._center_reporter)
 
     def close(self):

@@ -36,11 +36,12 @@ class Verifier:
         # The master's own evaluations: spot checks, then chunks, one at a time (one problem, one
         # set of games) while the master goes on receiving (ALE and NumPy release the GIL).
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="es-verify")
-        self.seconds = self.spot_seconds = 0.0
+        self.seconds = self.spot_seconds = self.center_seconds = 0.0
 
     def start(self, task, seeds, center_seeds, bounds) -> None:
         """A new generation: the spot checks start replaying in the background."""
-        self.task, self.seeds, self.center_seeds, self.seconds, self.spot_seconds = task, seeds, center_seeds, 0.0, 0.0
+        self.task, self.seeds, self.center_seeds = task, seeds, center_seeds
+        self.seconds = self.spot_seconds = self.center_seconds = 0.0
         k = self.spot_checks if self.spot_checks is not None else max(1, math.ceil(task.population / 64))
         self._replay = self._pool.submit(self._spot_check, task, seeds, bounds, min(k, len(bounds)))
 
@@ -70,6 +71,15 @@ class Verifier:
     def submit(self, a: int, b: int, center: bool) -> Future:
         """Chunk ``[a, b)`` (and the center) evaluated here in the background, after what is queued."""
         return self._pool.submit(self._evaluate, self.task, self.seeds, self.center_seeds if center else None, a, b)
+
+    def submit_center(self) -> Future:
+        """The center's ``(return, length)`` played here in the background, after the spot checks."""
+        def play(task, center_seeds):
+            t0 = time.perf_counter()
+            _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds)
+            self.center_seconds = time.perf_counter() - t0
+            return cr, cl
+        return self._pool.submit(play, self.task, self.center_seeds)
 
     def evaluate(self, a: int, b: int, center: bool) -> dict:
         """Chunk ``[a, b)`` (and the center) evaluated here now, as a result; exceptions propagate."""

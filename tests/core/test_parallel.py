@@ -247,3 +247,23 @@ def test_a_much_slower_way_is_not_probed_again():
         assert ev._probe and ev._choose(1) == "local" or not ev._ready(1)
     finally:
         ev.close()
+
+
+def _pid_at_center(p, seed):
+    import os
+    return float(os.getpid()) if not np.any(p) else 0.0
+
+
+def test_the_master_plays_the_center_while_the_workers_play_the_members():
+    """The center's episodes on a worker made it the generation's straggler (at population 128
+    on 16 workers, 9 episodes where 8 were due); this process waits anyway, so it plays them."""
+    import os
+    problem = FunctionProblem(_pid_at_center, 3)
+    task = OpenES(np.zeros(3, np.float32), SGD(3, 0.1), population=16, sigma=1.0, seed=0).ask()
+    ev = ParallelEvaluator(problem, workers=2, adaptive=False)
+    try:
+        res = ev.evaluate(task, [0], [1, 2])
+    finally:
+        ev.close()
+    assert res.center_return == float(os.getpid()) and res.center_length == 0
+    assert not np.any(res.returns)
