@@ -28,6 +28,7 @@ class Board:
 
     def __init__(self, link, run: str, spec: dict, lease_seconds: float, log):
         self.link, self.run, self.spec, self.lease_seconds, self.log = link, run, spec, lease_seconds, log
+        self.waiting, self.running = 0, {}        # as of the last requeue_expired
 
     def open(self, task, seeds, center_seeds, cap: int, bounds, order=None, center_here: bool = False) -> None:
         """Publish a generation: its task record and one job per chunk of ``bounds``, queued in
@@ -137,6 +138,8 @@ class Board:
         leases = self.leases(pending, now, raw_leases)
         if queued is None:   # the job list was of the wrong type: it is gone, queue every pending chunk
             self.queued_at.update(dict.fromkeys(pending, -np.inf))
+        self.waiting = len(queued or ())          # jobs in the list, for the master's backups
+        self.running = {j: w for j, (_, w) in leases.items()}     # chunk -> worker holding a live lease
         queued = set(queued or ())
         in_queue = {j for j in pending if self.jobs[j].encode() in queued}
         due = chunks_to_requeue({j: self.queued_at[j] for j in pending}, in_queue,

@@ -10,7 +10,9 @@ its chunk is queued again at the front (so that a trusted worker may evaluate it
 no trusted id exists yet or no trusted result comes within a lease time, the master
 evaluates the chunk in the background. The first trusted evaluation is used and settles
 what was held: identical, the id earns trust and its other held results are released;
-different, it is banned. Chunks shrink towards a generation's end (``guided_bounds``) for
+different, it is banned. Stragglers: once no job waits, a chunk running much longer than the
+generation's finished chunks took per member is handed out again (a backup); the first result
+counts, the late one is a duplicate. Chunks shrink towards a generation's end (``guided_bounds``) for
 the workers the master knows of: its own and those it heard from in the last generation; the
 master plays the center's episodes itself meanwhile (with ``chunks`` given: the last chunk's
 worker does, as before).
@@ -37,6 +39,7 @@ from .verify import Verifier
 COUNTS = ("dropped", "stale", "banned_results", "errors", "repaired")
 MIN_WORKERS = 4        # chunks are cut for at least this many workers until more are heard from
 MAX_HELD = 8           # results held per chunk for probation; more are dropped
+BACKUP_AFTER = 2.0     # a chunk still running this many times longer than expected is handed out again
 DRAIN = 256            # results taken from the list in one round trip
 
 
@@ -124,7 +127,9 @@ class RedisEvaluator(Evaluator):
         center = self.verify.submit_center() if here else None
         self._held, self._wanted, self._own = {}, {}, {}   # chunk id -> [(worker, result)]; -> time; -> future
         self._heard_now: set = set()
-        self._info = dict.fromkeys(("requeued", "discarded", "probation_checks", "vouched", "master_chunks"), 0)
+        self._started, self._per_member, self._backed = {}, 0.0, set()   # chunk -> first seen running; seconds
+        self._info = dict.fromkeys(("requeued", "discarded", "probation_checks", "vouched", "master_chunks",
+                                    "backups", "late"), 0)
         last_check, last_news = 0.0, time.monotonic()
         try:
             while len(self._done) < len(bd.chunk_of) or (center is not None and not center.done()):
@@ -137,6 +142,7 @@ class RedisEvaluator(Evaluator):
                     last_check = time.monotonic()
                     self._info["requeued"] += bd.requeue_expired(self._done, self._deadline())
                     self._evaluate_unsettled()
+                    self._back_up()
                 if time.monotonic() - last_news > 30:
                     last_news = time.monotonic()
                     self.log(f"redis: generation {g}: {len(bd.chunk_of) - len(self._done)} of {len(bd.chunk_of)} chunks "
@@ -211,6 +217,7 @@ class RedisEvaluator(Evaluator):
         if w not in self.banned:
             self._heard_now.add(w)
         if jid in self._done:
+            self._info["late"] += 1
             if res["kind"] == 0 and w not in self.banned and not self.verify.trusted(w):
                 self._settle_one(w, res, a, b, self._used(a, b, jid))   # a late copy still tells whether w is honest
             return False  # a duplicate from a requeued chunk: (generation, member) already in
@@ -224,6 +231,26 @@ class RedisEvaluator(Evaluator):
             self._hold(w, res, a, b, jid)
             return False
         return self._trusted(res, a, b, jid)
+
+    def _back_up(self) -> None:
+        """Hand out again, once, a chunk that has run ``BACKUP_AFTER`` times longer than the
+        quickest finished chunk of this generation took per member (at least a second), when no
+        job waits (a worker is idle)."""
+        now, bd = time.monotonic(), self.board
+        for jid in bd.running:
+            self._started.setdefault(jid, now)
+        if bd.waiting or not self._per_member:
+            return
+        for jid, worker in bd.running.items():
+            if jid in self._done or jid in self._backed:
+                continue
+            a, b, _ = next(c for c in bd.chunk_of.values() if c[2] == jid)
+            expected = self._per_member * (b - a)
+            if now - self._started[jid] > max(BACKUP_AFTER * expected, 1.0):
+                self._backed.add(jid)
+                self._info["backups"] += bd.requeue(jid, f"a backup: worker {worker} has run it "
+                                                         f"{now - self._started[jid]:.1f} s, {expected:.1f} s expected",
+                                                    front=True)
 
     # ---- trust
     def _trusted(self, res, a, b, jid) -> bool:
@@ -323,7 +350,11 @@ class RedisEvaluator(Evaluator):
         self._done[jid] = res["worker"]
         self.accepted.append((self.board.task.generation, jid, res["worker"],
                               hashlib.sha256(res["returns"].tobytes()).hexdigest()[:16]))
-        self._slowest = max(self._slowest, time.monotonic() - self._published)
+        now = time.monotonic()
+        self._slowest = max(self._slowest, now - self._published)
+        if res["worker"] != "master":      # the quickest chunk's seconds per member: one taken at once
+            rate = (now - self._published) / max(1, b - a)
+            self._per_member = min(self._per_member or rate, rate)
         return True
 
     def _ban(self, worker, why) -> None:

@@ -170,3 +170,23 @@ def test_a_server_without_blmpop_takes_results_one_at_a_time(server):
     c.ev.link.client.blmpop = old_server
     assert_identical(c.train(), cfg)
     assert not c.ev._blmpop
+
+
+def test_a_straggler_gets_a_backup_and_its_late_result_is_dropped(server):
+    """An honest worker that takes 12 s over one chunk of generation 1 (a busy lab PC): once
+    no job waits, the chunk is handed out again, the other worker's copy counts, and the
+    straggler's late copy is dropped (a duplicate, or stale once the generation is over). The run
+    does not wait and stays identical."""
+    slow = threading.Event()
+
+    def straggler(job, returns, lengths, center):
+        if job["g"] == 1 and not slow.is_set():
+            slow.set()
+            time.sleep(12)
+        return returns, lengths, center
+    cfg = small(generations=3)
+    c = Cluster(server, cfg, workers=1, liars=[straggler], spot_checks=0)
+    result = c.train()
+    assert result.metrics[1]["seconds"] < 8, "the run waited for the straggler"
+    assert_identical(result, cfg)
+    assert slow.is_set() and result.metrics[1]["backups"] == 1 and c.logged("a backup"), c.logs
