@@ -88,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="redis: members the master replays per generation to catch lying workers [1 per 64, "
                         "at most 1 per chunk]; 0: none, and new workers are not verified")
     t.add_argument("--probation", type=int, default=1, metavar="N",
-                   help="redis: results of a new worker id the master evaluates in full (and uses its own values) "
-                        "before it trusts the id [1]")
+                   help="redis: results of a new worker id that must equal a trusted evaluation (the master's or a "
+                        "trusted worker's) before the id's results are used [1]")
     t.add_argument("--chunks", type=int, default=None,
                    help="redis/dask: chunks per generation [chunks that shrink towards a generation's end, cut "
                         "for the workers known]")

@@ -7,7 +7,10 @@ the master or a worker reads is validated before use (``BadPayload`` says why).
                        hyper-parameters, ``center`` (raw float32 bytes, with ``sha256``),
                        ``problem`` (JSON spec), episode ``seeds``, ``max_length``, ...
 ``es:jobs``    list    JSON ``{"r": run, "n": nonce, "g": gen, "a": first, "b": end, "c": 0|1}``
-``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``
+                       (``c``: this chunk also plays the center; none does where the master
+                       plays it), popped from the front, the largest chunk first
+``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``;
+                       ``"ready:WORKER"``: a worker the master started has built the problem
 ``es:results`` list    binary results (below), one per chunk
 =============  ======  ==============================================================
 
