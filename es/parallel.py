@@ -278,15 +278,21 @@ class ParallelEvaluator(Evaluator):
                   "antithetic": task.antithetic, "population": task.population, "noise": task.noise}
         seeds = [int(s) for s in seeds]
         problem = None if self._key is not None else self.problem
+        has_center = center_seeds is not None and len(center_seeds) > 0
+        # One job at a time runs in this process (joblib's sequential backend), maybe on this very
+        # problem object: then the center comes after, not beside it.
         center = self._center_pool.submit(evaluate_members, self.problem, task, [], [], center_seeds) \
-            if center_seeds is not None and len(center_seeds) else None
+            if has_center and self.workers > 1 else None
         order = dispatch_order(bounds)
         jobs = [delayed(evaluate_chunk)(self._key, problem, fields, task.center, *bounds[i], seeds, None)
                 for i in order]
         try:
             out = dict(zip(order, self._parallel(jobs)))
         finally:
-            _, _, cr, cl = center.result() if center is not None else (None, None, None, 0)
+            if center is not None:
+                _, _, cr, cl = center.result()
+        if center is None:
+            _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds) if has_center else (0, 0, None, 0)
         returns = np.concatenate([out[i][0] for i in range(len(bounds))])
         lengths = np.concatenate([out[i][1] for i in range(len(bounds))])
         return returns, lengths, cr, cl, sum(o[4] for o in out.values())
