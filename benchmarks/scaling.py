@@ -384,11 +384,32 @@ def part_dispatch(worker_counts, chunk_counts=(8, 32, 128), population=256):
                   "population": population, "generation_ms": round(ms, 2)})
 
 
-def _redis_generation(problem, n, chunks, population):
+def part_latency(delays=(0.0, 2.0), chunk_counts=(8, 32), population=256, workers=2):
+    """What a network's latency costs a Redis generation: 1-step generations (the work is
+    nothing) with the workers reaching the server directly or through ``scripts/delay_relay.py``
+    at ``delay`` ms each way (a round trip 2 x delay longer), on loopback: no root needed."""
+    from es.envs import EnvProblem
+    problem = EnvProblem("CartPole-v1", hidden=(256, 8), max_steps=1)
+    for delay in delays:
+        for c in chunk_counts:
+            ms = 1e3 * _redis_generation(problem, workers, c, population, delay_ms=delay)
+            emit({"kind": "part", "part": "latency", "evaluator": "redis", "workers": workers, "chunks": c,
+                  "population": population, "delay_ms": delay, "generation_ms": round(ms, 1)})
+
+
+def _redis_generation(problem, n, chunks, population, delay_ms: float = 0.0):
     from es.distributed.master import RedisEvaluator
     from es.distributed.server import EmbeddedRedis
+    from es.distributed.server import free_port
     with EmbeddedRedis() as server:
-        env = {**os.environ, "ES_REDIS_URL": server.worker_url, "PYTHONPATH": UNDER_TEST}
+        url, relay = server.worker_url, None
+        if delay_ms:
+            port = free_port()
+            relay = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "delay_relay.py"), "127.0.0.1", str(port),
+                                      "127.0.0.1", str(server.port), str(delay_ms)], stdout=subprocess.PIPE, text=True)
+            relay.stdout.readline()      # listening
+            url = url.replace(f":{server.port}/", f":{port}/")
+        env = {**os.environ, "ES_REDIS_URL": url, "PYTHONPATH": UNDER_TEST}
         procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env=env, stderr=subprocess.DEVNULL)
                  for _ in range(n)]
         try:
@@ -396,9 +417,9 @@ def _redis_generation(problem, n, chunks, population):
             _dispatch_generation(ev, problem, population, generations=2)     # every worker connected and warm
             return _dispatch_generation(ev, problem, population)
         finally:
-            for p in procs:
+            for p in procs + ([relay] if relay else []):
                 p.terminate()
-            for p in procs:
+            for p in procs + ([relay] if relay else []):
                 p.wait()
 
 
@@ -463,7 +484,7 @@ def main():
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "scaling.png")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--replot", type=Path, default=None, help="redraw the picture from saved JSON lines")
-    ap.add_argument("--parts", nargs="*", default=None, choices=["step_cpu", "master", "dispatch", "schedule"],
+    ap.add_argument("--parts", nargs="*", default=None, choices=["step_cpu", "master", "dispatch", "schedule", "latency"],
                     help="per-component costs instead of end-to-end runs (all parts if none named)")
     args = ap.parse_args()
     if args.full:
@@ -474,7 +495,7 @@ def main():
         sys.path.insert(0, UNDER_TEST)
         from threadpoolctl import threadpool_limits
         threadpool_limits(1)      # as every ES process runs: one BLAS thread (es.training.one_blas_thread)
-        todo = args.parts or ["step_cpu", "master", "dispatch", "schedule"]
+        todo = args.parts or ["step_cpu", "master", "dispatch", "schedule", "latency"]
         if "step_cpu" in todo:
             part_step_cpu(args.policies)
         if "master" in todo:
@@ -483,6 +504,8 @@ def main():
             part_dispatch(sorted(set(args.workers) - {1}) or [2])
         if "schedule" in todo:
             part_schedule(args.policies, args.populations)
+        if "latency" in todo:
+            part_latency()
         return
     if args.replot is not None:
         rows = [json.loads(line) for line in args.replot.read_text().splitlines() if line.startswith("{")]
