@@ -50,10 +50,12 @@ class RedisEvaluator(Evaluator):
     def __init__(self, problem, url: str, chunks: int | None = None, lease_seconds: float = 10.0,
                  max_outage: float = 300.0, log=None, spot_checks: int | None = None,
                  chunk_deadline: float | None = None, probation: int = 1, password: str | None = None,
-                 workers: int = 0, trusted=()):
+                 workers: int = 0, trusted=(), backup_after: float | None = BACKUP_AFTER):
         """``chunks``: that many even chunks per generation; None: guided chunks for the workers
         known (``workers`` started by the caller, and every id heard from in the last
-        generation). ``trusted``: worker ids the caller issued to its own processes."""
+        generation). ``trusted``: worker ids the caller issued to its own processes.
+        ``backup_after``: a chunk running this many times longer than expected is handed out
+        again once (None: never; ``chunk_deadline`` and the leases still apply)."""
         spec = problem.spec()
         from ..envs import rebuildable
         if not rebuildable(spec):
@@ -61,6 +63,7 @@ class RedisEvaluator(Evaluator):
                           "travel, and nothing that crosses the network is pickled")
         P.validate_spec(spec)
         self.problem, self.chunks, self.chunk_deadline = problem, chunks, chunk_deadline
+        self.backup_after = backup_after
         self.expected_workers = int(workers)
         self.episode_cap = getattr(problem, "episode_cap", None)
         self.log = log or logging.getLogger(__name__).warning
@@ -233,9 +236,11 @@ class RedisEvaluator(Evaluator):
         return self._trusted(res, a, b, jid)
 
     def _back_up(self) -> None:
-        """Hand out again, once, a chunk that has run ``BACKUP_AFTER`` times longer than the
+        """Hand out again, once, a chunk that has run ``backup_after`` times longer than the
         quickest finished chunk of this generation took per member (at least a second), when no
         job waits (a worker is idle)."""
+        if not self.backup_after:
+            return
         now, bd = time.monotonic(), self.board
         for jid in bd.running:
             self._started.setdefault(jid, now)
@@ -246,7 +251,7 @@ class RedisEvaluator(Evaluator):
                 continue
             a, b, _ = next(c for c in bd.chunk_of.values() if c[2] == jid)
             expected = self._per_member * (b - a)
-            if now - self._started[jid] > max(BACKUP_AFTER * expected, 1.0):
+            if now - self._started[jid] > max(self.backup_after * expected, 1.0):
                 self._backed.add(jid)
                 self._info["backups"] += bd.requeue(jid, f"a backup: worker {worker} has run it "
                                                          f"{now - self._started[jid]:.1f} s, {expected:.1f} s expected",
