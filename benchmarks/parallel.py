@@ -64,7 +64,7 @@ def main():
     ap.add_argument("--generations", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--chunks-per-worker", type=int, nargs="+", default=[None],
-                    help="heavy task: chunks per worker to compare (default: the problem's own)")
+                    help="heavy task: even chunks per worker to compare (default: the guided chunks es.parallel cuts)")
     ap.add_argument("--skip-light", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -113,7 +113,7 @@ def main():
     for c in splits:
         speedup = [e2 / e1 for e1, e2 in zip(heavy["es_1"], heavy[("es_2", c)])]
         eff = [s / b for s, b in zip(speedup, ceiling)]
-        rows.append({"task": "heavy", "workers": 2, "mode": "forced", "chunks_per_worker": c or PongProblem.chunks_per_worker,
+        rows.append({"task": "heavy", "workers": 2, "mode": "forced", "chunks_per_worker": c or "guided",
                      "bare_steps_per_s_1": med["bare_1"], "bare_steps_per_s_2": med["bare_2"],
                      "es_steps_per_s_1": med["es_1"], "es_steps_per_s_2": med[("es_2", c)],
                      "bare_ceiling": float(np.median(ceiling)), "speedup": float(np.median(speedup)),

@@ -1,7 +1,9 @@
-"""The cost of probation (a new worker id's first result evaluated by the master in full):
-a clean CartPole run (seed 0, GENERATIONS generations, default population, 8 chunks) with 2
-worker processes, with ``probation=1`` (the default) and ``probation=0`` (ids trusted at
-once), alternated REPEATS times on one embedded server; every run must end bit-identical. Prints one JSON line.
+"""The cost of probation (a new worker id's results held until one equals a trusted
+evaluation, the master's in the background where no id is trusted yet): a clean CartPole run
+(seed 0, GENERATIONS generations, default population, 8 chunks) with 2 worker processes the
+master did not start (fresh ids), with ``probation=1`` (the default) and ``probation=0`` (ids
+trusted at once), alternated REPEATS times on one embedded server; every run must end
+bit-identical. Prints one JSON line.
 
     python benchmarks/probation_cost.py [GENERATIONS] [REPEATS]
 """

@@ -88,10 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="redis: members the master replays per generation to catch lying workers [1 per 64, "
                         "at most 1 per chunk]; 0: none, and new workers are not verified")
     t.add_argument("--probation", type=int, default=1, metavar="N",
-                   help="redis: results of a new worker id the master evaluates in full (and uses its own values) "
-                        "before it trusts the id [1]")
+                   help="redis: results of a new worker id that must equal a trusted evaluation (the master's or a "
+                        "trusted worker's) before the id's results are used [1]")
     t.add_argument("--chunks", type=int, default=None,
-                   help="redis/dask: chunks per generation (default: 8 for redis, 4 per worker for dask)")
+                   help="redis/dask: chunks per generation [chunks that shrink towards a generation's end, cut "
+                        "for the workers known]")
     t.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="evaluate on Dask: 'local' (a LocalCluster of --workers processes) or tcp://HOST:8786")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -173,8 +174,7 @@ def cmd_train(args) -> int:
 def _train_with_redis(args, config, run_dir):
     from .distributed.connection import read_password   # optional: redis
     from .distributed.master import RedisEvaluator
-    args.chunks = 8 if args.chunks is None else args.chunks
-    if not (0 < args.lease_seconds <= 3600) or args.chunks < 1:
+    if not (0 < args.lease_seconds <= 3600) or (args.chunks is not None and args.chunks < 1):
         raise ESError("--lease-seconds must be in (0, 3600] and --chunks >= 1")
     if args.spot_checks is not None and args.spot_checks < 0:
         raise ESError(f"--spot-checks must be >= 0, got {args.spot_checks}")
@@ -200,16 +200,23 @@ def _train_with_redis(args, config, run_dir):
             url = worker_url = args.redis
             password = read_password(args.redis_password_file)
         problem = make_problem_for(config)
+        # The local workers' ids are issued here and handed to them privately (their environment):
+        # they are this master's own processes, trusted from their first result (no probation).
+        ids = [os.urandom(8).hex() for _ in range(local_workers)]
         evaluator = RedisEvaluator(problem, url, chunks=args.chunks, lease_seconds=args.lease_seconds,
                                    spot_checks=args.spot_checks, chunk_deadline=args.chunk_deadline,
-                                   probation=args.probation, password=password)
+                                   probation=args.probation, password=password, workers=local_workers, trusted=ids)
         env = {**os.environ, "ES_REDIS_URL": worker_url}
         if password:
             env["ES_REDIS_PASSWORD"] = password
-        procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env=env, stderr=subprocess.DEVNULL)
-                 for _ in range(local_workers)]
+        largest = max(b - a for a, b in evaluator.bounds(config.population))
+        warm = json.dumps({"spec": problem.spec(),
+                           "episodes": largest * config.episodes_per_member + config.center_episodes})
+        procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env={**env, "ES_WORKER_ID": wid, "ES_WARM": warm},
+                                  stderr=subprocess.DEVNULL) for wid in ids]
         if local_workers:
-            print(f"redis: started {local_workers} local workers", file=sys.stderr)
+            seconds = evaluator.wait_for_workers(ids)
+            print(f"redis: started {local_workers} local workers (ready in {seconds:.1f} s)", file=sys.stderr)
         return train(config, problem, run_dir=run_dir, resume=args.resume is not None, evaluator=evaluator,
                      progress=not args.no_progress)
     finally:

@@ -28,8 +28,9 @@ class Problem(Protocol):
     episode per ``(params[rows[k]], seeds[k])`` and returns ``(returns, lengths)``; the outcome is
     a pure function of the parameters and the seed. ``spec()`` is JSON from which any process
     rebuilds the problem (``es.envs.make_problem``)."""
-    chunks_per_worker = 3             # how finely a joblib generation is cut: more chunks balance uneven
-                                      # work, each costs a dispatch (CartPole's batch: 1)
+    chunks_per_worker = 3             # 1: a generation is one array computation, cut into one chunk per
+                                      # worker (CartPole's batch); else chunks shrink towards the end of a
+                                      # generation (es.parallel.guided_bounds), so workers finish together
     episode_cap: int | None = None    # most env steps one episode can take (None: no bound known)
 
     @property
@@ -38,6 +39,10 @@ class Problem(Protocol):
     def initial_params(self, seed: int) -> np.ndarray: ...
     def run_episodes(self, params: np.ndarray, rows, seeds) -> tuple[np.ndarray, np.ndarray]: ...
     def play(self, params: np.ndarray, seeds) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def warm_up(self, episodes: int) -> None:
+        """Build now what playing ``episodes`` episodes at once would build on first use
+        (environments, emulators), so that a generation's timing starts warm."""
 
     def close(self) -> None:
         """Release environments, threads and processes."""
@@ -53,6 +58,10 @@ class Evaluator(Protocol):
 
     def evaluate(self, task, seeds, center_seeds):
         """``task``: an ``es.strategy.GenerationTask``; returns an ``es.evaluators.GenerationResult``."""
+
+    def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
+        """Start the workers and build the problem in each before the first generation is timed
+        (``train`` calls it once; generations of ``population`` members of ``episodes`` episodes)."""
 
     def verify_center(self, center_seeds, reported: float) -> float:
         return reported

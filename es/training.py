@@ -142,7 +142,11 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     n_seeds = max(config.episodes_per_member, config.center_episodes)
     blas = one_blas_thread()
     blas.__enter__()
+    startup = 0.0
     try:
+        t0 = time.perf_counter()    # workers started and warm before the first generation is timed
+        evaluator.warm_up(config.population, config.episodes_per_member, config.center_episodes)
+        startup = time.perf_counter() - t0
         while state["finished"] is None and strategy.generation < config.generations:
             t0 = time.perf_counter()
             g = strategy.generation
@@ -196,7 +200,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
 
     summary = {"env": config.env, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
                else strategy.generation + 1, "stopped": state["finished"] or "generations",
-               "train_seconds": state["train_seconds"], "env_steps": state["env_steps"],
+               "train_seconds": state["train_seconds"], "startup_seconds": startup,
+               "env_steps": state["env_steps"],
                "num_params": problem.num_params, "workers": config.workers}
     if final_eval:
         eval_seeds = np.arange(config.eval_seed, config.eval_seed + config.eval_episodes)

@@ -121,12 +121,17 @@ class PongGames:
         self._ales: list = []
         self._starts = None
 
+    def warm_up(self, episodes: int) -> None:
+        """Build the start states and the games ``episodes`` episodes at once would use."""
+        self._ensure(episodes)
+
     def _ensure(self, n: int):
         if self._starts is None:
             self._starts = StartStates()
         while len(self._ales) < min(n, self.slots):
             self._ales.append(_new_ale(TEMPLATE_SEED))
-        self._actions = self._ales[0].getMinimalActionSet()
+        if self._ales:
+            self._actions = self._ales[0].getMinimalActionSet()
 
     def play(self, choose, seeds, max_steps: int | None = None):
         """(scores, agent steps) of one episode per seed; ``max_steps`` caps an episode (Pong-v5

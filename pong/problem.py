@@ -23,7 +23,7 @@ from .policy import make_pong_policy
 class PongProblem(Problem):
     # Episodes queue for game slots, so small chunks cost nothing but a dispatch, and a worker
     # that finishes early takes the next chunk instead of idling while the other plays its
-    # longest game (benchmarks/parallel.py).
+    # longest game: chunks shrink towards the end of a generation (es.parallel.guided_bounds).
     chunks_per_worker = 4
 
     def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 32,
@@ -77,9 +77,18 @@ class PongProblem(Problem):
     def initial_params(self, seed: int) -> np.ndarray:
         return self.policy.initial_params(seed)
 
-    def _play(self, params, rows, seeds, max_steps):
+    def warm_up(self, episodes: int) -> None:
+        """Load the ROM into as many game slots as ``episodes`` episodes use (85 ms each)."""
+        self._games_for(episodes)
+
+    def _games_for(self, episodes: int) -> PongGames:
         if self._games is None:
             self._games = PongGames(self.num_envs, downsample_batch, stack_batch)
+        self._games.warm_up(episodes)
+        return self._games
+
+    def _play(self, params, rows, seeds, max_steps):
+        self._games_for(0)
         layers_all = self.policy.unflatten(np.asarray(params, dtype=np.float32))
         rows = np.asarray(rows, dtype=np.int64)
 

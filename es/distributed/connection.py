@@ -113,11 +113,15 @@ class RedisLink:
         try:
             return self.call(fn, *args, **kwargs)
         except redis.ResponseError as exc:
-            if "WRONGTYPE" not in str(exc):
-                raise
-            self.repairs += 1
-            self.log(f"redis: {key} held the wrong type of value ({exc}); deleted it")
-            self.call(self.client.delete, key)
+            self.repaired(exc, key)
+
+    def repaired(self, exc: Exception, key: str) -> None:
+        """``exc`` came from ``key`` holding the wrong type: delete it, log and count it (else re-raise)."""
+        if "WRONGTYPE" not in str(exc):
+            raise exc
+        self.repairs += 1
+        self.log(f"redis: {key} held the wrong type of value ({exc}); deleted it")
+        self.call(self.client.delete, key)
 
     def _auth_error(self, text: str) -> ESError:
         if not self.has_password:

@@ -14,13 +14,14 @@ import json
 import logging
 import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..errors import ESError
 from ..evaluators import GenerationResult, evaluate_members
 from ..interfaces import Evaluator
-from ..parallel import _problem, chunk_bounds   # _problem: the worker process's copy, built once per spec
+from ..parallel import _problem, chunk_bounds, dispatch_order, guided_bounds   # _problem: built once per process
 from . import protocol as P
 
 _WORKER_ID = os.urandom(8)
@@ -28,14 +29,18 @@ _WORKER_ID = os.urandom(8)
 
 def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> bytes:
     """Worker side: members ``[first, end)`` of the task ``record`` (and the center)."""
-    from ..training import one_blas_thread
     task, spec, seeds, center_seeds, meta = P.decode_task(record)
-    problem = _problem(json.dumps(spec, sort_keys=True), None)
-    with one_blas_thread():
-        r, lengths, cr, cl = evaluate_members(problem, task, np.arange(first, end), seeds,
-                                              center_seeds if with_center else None)
+    problem = _problem(json.dumps(spec, sort_keys=True), None)      # and one BLAS thread from then on
+    r, lengths, cr, cl = evaluate_members(problem, task, np.arange(first, end), seeds,
+                                          center_seeds if with_center else None)
     return P.encode_result(_WORKER_ID, meta["run"], meta["nonce"], meta["digest"], task.generation, first, r, lengths,
                            (cr, cl) if with_center else None)
+
+
+def warm_worker(spec_json: str, episodes: int) -> int:
+    """Worker side: build the problem and what ``episodes`` episodes at once need, before timing."""
+    _problem(spec_json, None).warm_up(episodes)
+    return os.getpid()
 
 
 class DaskEvaluator(Evaluator):
@@ -56,6 +61,7 @@ class DaskEvaluator(Evaluator):
         self.episode_cap = getattr(problem, "episode_cap", None)
         self.run = secrets.token_hex(8)
         self._cluster = None
+        self._center_pool = ThreadPoolExecutor(1, thread_name_prefix="es-center")
         if address == "local":
             n = workers or os.cpu_count() or 1
             # One thread per worker process: environments and NumPy use the cores themselves.
@@ -71,9 +77,24 @@ class DaskEvaluator(Evaluator):
             except (OSError, TimeoutError) as exc:
                 raise ESError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
             where = f"the Dask scheduler at {address}"
-        n_workers = max(1, len(self.client.scheduler_info().get("workers", {})))
-        self.chunks = int(chunks) if chunks else 4 * n_workers
-        self.log(f"dask: evaluating on {where} ({n_workers} workers, {self.chunks} chunks per generation)")
+        self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        self.chunks = int(chunks) if chunks else None
+        self.log(f"dask: evaluating on {where} ({self.workers} workers, "
+                 f"{self.chunks or 'guided'} chunks per generation)")
+
+    def bounds(self, population: int) -> list[tuple[int, int]]:
+        """``chunks`` even chunks if given; else one per worker for a batched problem, guided ones otherwise."""
+        if self.chunks:
+            return chunk_bounds(population, self.chunks)
+        if self.problem.chunks_per_worker == 1:
+            return chunk_bounds(population, self.workers)
+        return guided_bounds(population, self.workers)
+
+    def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
+        """Every worker builds the problem and its games before the first generation is timed."""
+        largest = max(b - a for a, b in self.bounds(population)) * episodes + center_episodes
+        self.client.run(warm_worker, json.dumps(self.spec, sort_keys=True), largest)
+        self.problem.warm_up(center_episodes)
 
     def evaluate(self, task, seeds, center_seeds) -> GenerationResult:
         from dask.distributed import as_completed
@@ -84,11 +105,15 @@ class DaskEvaluator(Evaluator):
                                lease_seconds=60.0)
         digest = P.task_digest(record)
         [shared] = self.client.scatter([record], broadcast=True, hash=False)   # one future for the whole record
-        bounds = chunk_bounds(pop, self.chunks)
-        with_center = [i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
+        bounds = self.bounds(pop)
+        # The center: played here while the workers play the members (with --chunks: by the last chunk).
+        here = not self.chunks and center_seeds is not None and len(center_seeds) > 0
+        own = self._center_pool.submit(evaluate_members, self.problem, task, [], [], center_seeds) if here else None
+        with_center = [not here and i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
                        for i in range(len(bounds))]
-        futures = {self.client.submit(evaluate_chunk, shared, a, b, c, pure=False, retries=2): (a, b, c)
-                   for (a, b), c in zip(bounds, with_center)}
+        # Submitted largest first (the center's chunk first): Dask runs earlier submissions first.
+        futures = {self.client.submit(evaluate_chunk, shared, *bounds[i], with_center[i], pure=False, retries=2):
+                   (*bounds[i], with_center[i]) for i in dispatch_order(bounds)}
         returns, lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
         center = (None, 0)
         caps = (min(2 ** 32 - 1, cap * len(seeds)),
@@ -115,9 +140,12 @@ class DaskEvaluator(Evaluator):
             for fut in futures:
                 fut.release()
             shared.release()
+            if own is not None:
+                center = own.result()[2:]
         return GenerationResult(returns, lengths, center[0], center[1], {"chunks": len(bounds)})
 
     def close(self):
+        self._center_pool.shutdown(wait=True)
         try:
             self.client.close()
         finally:

@@ -28,16 +28,21 @@ class Board:
 
     def __init__(self, link, run: str, spec: dict, lease_seconds: float, log):
         self.link, self.run, self.spec, self.lease_seconds, self.log = link, run, spec, lease_seconds, log
+        self.waiting, self.running = 0, {}        # as of the last requeue_expired
 
-    def open(self, task, seeds, center_seeds, cap: int, bounds) -> None:
+    def open(self, task, seeds, center_seeds, cap: int, bounds, order=None, center_here: bool = False) -> None:
+        """Publish a generation: its task record and one job per chunk of ``bounds``, queued in
+        ``order`` (indices into ``bounds``; default as listed). The last chunk plays the center,
+        unless the master plays it (``center_here``)."""
         g = task.generation
         self.task, self.seeds, self.center_seeds, self.cap = task, seeds, center_seeds, cap
         self.chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}   # first member -> chunk
-        self.center_chunk = self.chunk_of[bounds[-1][0]][2]
+        self.center_chunk = None if center_here else self.chunk_of[bounds[-1][0]][2]
         self.said: set = set()
         self._stamp()
-        self._publish(list(self.jobs.values()), fresh=True)
-        self.queued_at = dict.fromkeys(self.jobs, self.link.server_time())
+        ids = [self.chunk_of[bounds[i][0]][2] for i in (order if order is not None else range(len(bounds)))]
+        now = self._publish([self.jobs[j] for j in ids], fresh=True)
+        self.queued_at = dict.fromkeys(self.jobs, now)
 
     def _stamp(self) -> None:
         self.nonce = secrets.token_hex(8)
@@ -47,16 +52,18 @@ class Board:
         self.jobs = {jid: P.encode_job(self.run, self.nonce, self.task.generation, a, b, jid == self.center_chunk)
                      for a, b, jid in self.chunk_of.values()}
 
-    def _publish(self, job_values, fresh: bool) -> None:
+    def _publish(self, job_values, fresh: bool) -> float:
         """The task record and the jobs in one MULTI/EXEC; a fresh generation also clears
-        leftover leases and results, whatever their type."""
+        leftover leases and results, whatever their type. Returns the server's time of it."""
         def write(pipe):
             pipe.multi()
             pipe.delete(P.TASK, P.JOBS, *((P.LEASES, P.RESULTS) if fresh else ()))
             pipe.hset(P.TASK, mapping=self.record)
             if job_values:
                 pipe.rpush(P.JOBS, *job_values)
-        self.link.call(self.link.client.transaction, write)
+            pipe.time()
+        sec, usec = self.link.call(self.link.client.transaction, write)[-1]
+        return sec + usec / 1e6
 
     def republish(self, done, why: str) -> int:
         """Publish the generation again under a new nonce, with the jobs of its pending chunks."""
@@ -64,14 +71,18 @@ class Board:
         self._stamp()
         pending = [j for j in self.jobs if j not in done]
         self.log(f"redis: {why} (generation {self.task.generation}); publishing it again with a new nonce")
-        self._publish([self.jobs[j] for j in pending], fresh=False)
-        now = self.link.server_time()
+        now = self._publish([self.jobs[j] for j in pending], fresh=False)
         self.queued_at.update(dict.fromkeys(pending, now))
         return len(pending)
 
-    def requeue(self, jid: str, why: str) -> int:
-        self.link.repair(self.link.client.rpush, P.JOBS, self.jobs[jid], key=P.JOBS)
-        self.queued_at[jid] = self.link.server_time()
+    def requeue(self, jid: str, why: str, front: bool = False) -> int:
+        """Queue chunk ``jid`` again: at the back, or at the ``front`` (the next worker free takes it)."""
+        pipe = self.link.client.pipeline(transaction=False)
+        (pipe.lpush if front else pipe.rpush)(P.JOBS, self.jobs[jid])
+        pipe.time()
+        got = self.link.repair(pipe.execute, key=P.JOBS)
+        sec, usec = got[-1] if got else self.link.call(self.link.client.time)
+        self.queued_at[jid] = sec + usec / 1e6
         self.log(f"redis: requeued chunk {jid} ({why})")
         return 1
 
@@ -81,9 +92,11 @@ class Board:
         stored = {k.decode(errors="replace"): v for k, v in stored.items()}
         return not all(stored.get(k) == (v.encode() if isinstance(v, str) else v) for k, v in self.record.items())
 
-    def leases(self, pending, now: float) -> dict:
+    def leases(self, pending, now: float, raw=None) -> dict:
         """chunk -> (last heartbeat, worker) for this generation's well-formed leases."""
-        raw = self.link.repair(self.link.client.hmget, P.LEASES, pending, key=P.LEASES) or []
+        if raw is None:
+            raw = self.link.repair(self.link.client.hmget, P.LEASES, pending, key=P.LEASES)
+        raw = raw or []
         out = {}
         for jid, value in zip(pending, raw):
             if value is None:
@@ -99,20 +112,34 @@ class Board:
                 out[jid] = (t, worker)
         return out
 
+    def _look(self, pending):
+        """The task record's head, the server's time, the pending chunks' leases and the job
+        list, in one round trip; a key of the wrong type is repaired and reads as missing."""
+        import redis
+        pipe = self.link.client.pipeline(transaction=False)
+        pipe.hmget(P.TASK, "run", "nonce", "generation", "sha256").time().hmget(P.LEASES, pending).lrange(P.JOBS, 0, -1)
+        out = self.link.call(pipe.execute, raise_on_error=False)
+        for i, key in ((0, P.TASK), (2, P.LEASES), (3, P.JOBS)):
+            if isinstance(out[i], redis.ResponseError):
+                self.link.repaired(out[i], key)
+                out[i] = None
+        return out
+
     def requeue_expired(self, done, deadline: float) -> int:
-        r, record = self.link.client, self.record
+        record = self.record
         pending = [j for j in self.jobs if j not in done]
         if not pending:
             return 0
-        head = self.link.repair(r.hmget, P.TASK, "run", "nonce", "generation", "sha256", key=P.TASK)
+        head, (sec, usec), raw_leases, queued = self._look(pending)
         if head is None or [v.decode(errors="replace") if v is not None else None for v in head] != \
                 [record["run"], record["nonce"], record["generation"], record["sha256"]]:
             return self.republish(done, "the task record is gone or altered")
-        now = self.link.server_time()
-        leases = self.leases(pending, now)
-        queued = self.link.repair(r.lrange, P.JOBS, 0, -1, key=P.JOBS)
+        now = sec + usec / 1e6
+        leases = self.leases(pending, now, raw_leases)
         if queued is None:   # the job list was of the wrong type: it is gone, queue every pending chunk
             self.queued_at.update(dict.fromkeys(pending, -np.inf))
+        self.waiting = len(queued or ())          # jobs in the list, for the master's backups
+        self.running = {j: w for j, (_, w) in leases.items()}     # chunk -> worker holding a live lease
         queued = set(queued or ())
         in_queue = {j for j in pending if self.jobs[j].encode() in queued}
         due = chunks_to_requeue({j: self.queued_at[j] for j in pending}, in_queue,

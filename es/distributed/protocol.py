@@ -7,7 +7,10 @@ the master or a worker reads is validated before use (``BadPayload`` says why).
                        hyper-parameters, ``center`` (raw float32 bytes, with ``sha256``),
                        ``problem`` (JSON spec), episode ``seeds``, ``max_length``, ...
 ``es:jobs``    list    JSON ``{"r": run, "n": nonce, "g": gen, "a": first, "b": end, "c": 0|1}``
-``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``
+                       (``c``: this chunk also plays the center; none does where the master
+                       plays it), popped from the front, the largest chunk first
+``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``;
+                       ``"ready:WORKER"``: a worker the master started has built the problem
 ``es:results`` list    binary results (below), one per chunk
 =============  ======  ==============================================================
 
@@ -31,7 +34,7 @@ import struct
 
 import numpy as np
 
-from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK  # noqa: F401 -- the protocol's keys
+from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK, ready_field  # noqa: F401 -- the protocol's keys
 MAGIC = b"ESR2"
 HEADER = struct.Struct("<4sB8s8s8sIIIB8s")
 MAX_RESULT_BYTES = 1 << 20

@@ -1,18 +1,25 @@
 """Which results may change the center; evaluation is a pure function of (parameters, seed),
-so the master replays and compares bit for bit. A worker id is on probation until
-``probation`` of its results, evaluated here in full, were identical; meanwhile the master's
-values are used, so an untrusted id cannot change the center and a fresh id per message
-gains nothing (a chunk is evaluated here at most once per generation: at worst a run slows
-to one process). Trusted ids are spot-checked: ``spot_checks`` members per generation
-(default one per 64), in distinct chunks, picked unpredictably (``secrets``). A mismatch bans
-the id. ``spot_checks=0`` trusts every id not banned (a private cluster).
+so a result is checked by evaluating it again and comparing bit for bit.
+
+A worker id is on probation until ``probation`` of its results were identical to a trusted
+evaluation of the same chunk: the master's own, or a trusted worker's. Meanwhile its results
+are held, never used (``master.RedisEvaluator``), so an untrusted id cannot change the center
+and a fresh id per message gains nothing. The master's own evaluations run here, in one
+background thread, while it goes on receiving (the start of a fresh cluster is not serialized
+on the master); each chunk is evaluated here at most once per generation, so at worst a run
+slows to one process. The master's own workers (``trusted``: ids it issued and handed to the
+processes it started) are trusted from their first result.
+
+Trusted ids are spot-checked: ``spot_checks`` members per generation (default one per 64), in
+distinct chunks, picked unpredictably (``secrets``). A mismatch bans the id. ``spot_checks=0``
+trusts every id not banned (a private cluster).
 """
 from __future__ import annotations
 
 import math
 import secrets
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -21,16 +28,20 @@ from ..evaluators import evaluate_members
 
 
 class Verifier:
-    def __init__(self, problem, spot_checks: int | None, probation: int, log):
+    def __init__(self, problem, spot_checks: int | None, probation: int, log, trusted=()):
         self.problem, self.spot_checks, self.probation, self.log = problem, spot_checks, int(probation), log
         self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable
         self.banned: dict = {}   # worker id -> reason
-        self.passed: dict = {}   # worker id -> results found identical when evaluated here in full
-        self._pool = ThreadPoolExecutor(1)   # spot checks run while the master waits (ALE, NumPy release the GIL)
+        self.passed: dict = dict.fromkeys(trusted, max(1, self.probation))   # worker id -> results found identical
+        # The master's own evaluations: spot checks, then chunks, one at a time (one problem, one
+        # set of games) while the master goes on receiving (ALE and NumPy release the GIL).
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="es-verify")
+        self.seconds = self.spot_seconds = self.center_seconds = 0.0
 
     def start(self, task, seeds, center_seeds, bounds) -> None:
-        """A new generation: the spot checks start replaying in a thread."""
-        self.task, self.seeds, self.center_seeds, self.seconds, self.spot_seconds = task, seeds, center_seeds, 0.0, 0.0
+        """A new generation: the spot checks start replaying in the background."""
+        self.task, self.seeds, self.center_seeds = task, seeds, center_seeds
+        self.seconds = self.spot_seconds = self.center_seconds = 0.0
         k = self.spot_checks if self.spot_checks is not None else max(1, math.ceil(task.population / 64))
         self._replay = self._pool.submit(self._spot_check, task, seeds, bounds, min(k, len(bounds)))
 
@@ -53,39 +64,63 @@ class Verifier:
     def trusted(self, worker: str) -> bool:
         return worker not in self.banned and (self.spot_checks == 0 or self.passed.get(worker, 0) >= self.probation)
 
+    def any_trusted(self) -> bool:
+        """Is any worker id trusted (so that a chunk held for probation may be settled by a peer)?"""
+        return self.spot_checks == 0 or any(n >= self.probation and w not in self.banned for w, n in self.passed.items())
+
+    def submit(self, a: int, b: int, center: bool) -> Future:
+        """Chunk ``[a, b)`` (and the center) evaluated here in the background, after what is queued."""
+        return self._pool.submit(self._evaluate, self.task, self.seeds, self.center_seeds if center else None, a, b)
+
+    def submit_center(self) -> Future:
+        """The center's ``(return, length)`` played here in the background, after the spot checks."""
+        def play(task, center_seeds):
+            t0 = time.perf_counter()
+            _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds)
+            self.center_seconds = time.perf_counter() - t0
+            return cr, cl
+        return self._pool.submit(play, self.task, self.center_seeds)
+
     def evaluate(self, a: int, b: int, center: bool) -> dict:
-        """Chunk ``[a, b)`` (and the center) evaluated here, as a result; exceptions propagate."""
-        self.checks()   # the replay thread uses the same problem: let it finish first
+        """Chunk ``[a, b)`` (and the center) evaluated here now, as a result; exceptions propagate."""
+        return self.submit(a, b, center).result()
+
+    def _evaluate(self, task, seeds, center_seeds, a, b) -> dict:
         t0 = time.perf_counter()
-        r, l, cr, cl = evaluate_members(self.problem, self.task, range(a, b), self.seeds,
-                                        self.center_seeds if center else None)
-        self.seconds += time.perf_counter() - t0
-        return {"returns": r, "lengths": l, "center": (cr, cl) if center else None, "worker": "master"}
+        r, l, cr, cl = evaluate_members(self.problem, task, range(a, b), seeds, center_seeds)
+        if task is self.task:
+            self.seconds += time.perf_counter() - t0
+        return {"returns": r, "lengths": l, "center": (cr, cl) if center_seeds is not None else None,
+                "worker": "master", "generation": task.generation}
 
     def lie(self, res: dict, a: int, b: int, own: dict | None = None) -> str | None:
-        """How ``res`` differs from the master's evaluation ``own``, else the spot checks; or None."""
+        """How ``res`` differs from a trusted evaluation ``own``, else the spot checks; or None."""
         checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a])) for m in range(a, b)} if own else \
             {m: v for m, v in self.checks().items() if a <= m < b}
         for m, (want_r, want_l) in checks.items():
             got_r, got_l = float(res["returns"][m - a]), int(res["lengths"][m - a])
             if got_r != want_r or got_l != want_l:
+                by = "the master" if own is None or own["worker"] == "master" else f"trusted worker {own['worker']}"
                 return (f"member {m} of generation {self.task.generation} returned {got_r!r} in {got_l} steps, "
-                        f"the master measured {want_r!r} in {want_l}")
+                        f"{by} measured {want_r!r} in {want_l}")
         if own and own["center"] != res["center"]:
-            return f"the center returned {res['center']}, the master measured {own['center']}"
+            return f"the center returned {res['center']}, a trusted evaluation measured {own['center']}"
         return None
 
-    def vouch(self, worker: str) -> None:
+    def vouch(self, worker: str, by: str = "the master") -> None:
         self.passed[worker] = n = self.passed.get(worker, 0) + 1
         if n == self.probation:
-            self.log(f"redis: worker {worker} passed probation ({n} result(s) evaluated here in full)")
+            self.log(f"redis: worker {worker} passed probation ({n} result(s) identical to {by}'s)")
 
     def ban(self, worker: str, why: str) -> None:
         self.log(f"redis: banned worker {worker}: {self.banned.setdefault(worker, why)}")
 
     def verify_center(self, task, center_seeds, reported: float, reporter) -> float:
         """Replay the center of the last generation here (before a goal stops the run)."""
-        _, _, cr, _ = evaluate_members(self.problem, task, [], [], center_seeds)
+        _, _, cr, _ = self._pool.submit(evaluate_members, self.problem, task, [], [], center_seeds).result()
         if cr != reported and reporter is not None:
             self.ban(reporter, f"reported the center's return as {reported!r}, the master measured {cr!r}")
         return cr
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

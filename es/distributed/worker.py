@@ -4,6 +4,11 @@ A worker may start before the master, join or leave at any time. Per job it read
 checks) the task record, renews its lease while it works, and sends back returns and episode
 lengths. Nothing it reads makes it exit: what it cannot use is logged and skipped or
 reported to the master; a key of the wrong type makes it wait for the master's repair.
+
+A worker the master starts itself (``--redis`` with local workers) gets from its environment
+an id the master issued (``ES_WORKER_ID``: the master trusts it from its first result) and
+the problem to build before it connects (``ES_WARM``); it then says it is ready
+(``keys.ready_field``).
 """
 from __future__ import annotations
 
@@ -23,23 +28,51 @@ from .server import die_with_parent
 
 
 def run_worker(url: str, max_jobs: int | None = None, log=None, password: str | None = None, tamper=None,
-               stop: threading.Event | None = None) -> int:
+               stop: threading.Event | None = None, worker_id: bytes | None = None) -> int:
+    """``worker_id``: 8 bytes (default: ``ES_WORKER_ID``, else random)."""
     from ..training import one_blas_thread
     if stop is None:
         die_with_parent()   # started by an embedded master or by run_workers: never outlive it
     with one_blas_thread():
-        return _run_worker(url, max_jobs, log, password, tamper, stop)
+        return _run_worker(url, max_jobs, log, password, tamper, stop, worker_id)
 
 
-def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=None) -> int:
+def _own_id() -> bytes:
+    """The id the master issued (``ES_WORKER_ID``, 16 hex digits), else a fresh random one."""
+    given = os.environ.pop("ES_WORKER_ID", "")       # not passed on to anything this process starts
+    try:
+        return bytes.fromhex(given) if len(given) == 16 else os.urandom(8)
+    except ValueError:
+        return os.urandom(8)
+
+
+def _warm(log) -> dict:
+    """The problem named by ``ES_WARM`` (``{"spec": ..., "episodes": k}``), built and warmed
+    for ``k`` episodes at once before the first job: spec key -> problem."""
+    from ..envs import make_problem
+    raw = os.environ.pop("ES_WARM", "")
+    if not raw:
+        return {}
+    try:
+        want = json.loads(raw)
+        P.validate_spec(want["spec"])
+        problem = make_problem(want["spec"])
+        problem.warm_up(int(want.get("episodes", 1)))
+    except Exception as exc:   # noqa: BLE001 -- the first job builds it again, and reports what fails
+        log(f"worker: could not build the problem before the first job ({exc.__class__.__name__}: {exc})")
+        return {}
+    return {json.dumps(want["spec"], sort_keys=True): problem}
+
+
+def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=None, worker_id=None) -> int:
     """``tamper(job, returns, lengths, center) -> (returns, lengths, center)``: a liar (tests, benchmarks)."""
     import redis
     log = log or logging.getLogger(__name__).warning
     from ..envs import make_problem
+    wid = worker_id or _own_id()
+    problems: dict = _warm(log)
     link = RedisLink(url, max_outage=None, log=log, password=password)
     r, call = link.client, link.call
-    wid = os.urandom(8)
-    problems: dict = {}
     cached = None   # (run, nonce, decoded task)
     said: set = set()
     jobs_done = 0
@@ -50,9 +83,17 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             log(msg)
 
     log(f"worker {wid.hex()} connected to {where(url)}")
+    clock = ServerClock(link)
+    if problems:       # started by a master, which waits for this before its first generation
+        try:
+            call(r.hset, P.LEASES, P.ready_field(wid.hex()), json.dumps({"w": wid.hex(), "n": "ready",
+                                                                        "t": clock()}))
+        except redis.ResponseError as exc:
+            log(f"worker {wid.hex()}: could not say it is ready ({exc})")
+    item = None    # a job taken with the last result (one round trip for both)
     while (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set()):
         try:
-            item = call(r.blpop, P.JOBS, timeout=1)
+            item = item or call(r.blpop, P.JOBS, timeout=1)
         except redis.ResponseError as exc:
             once("jobs-type", f"worker {wid.hex()}: cannot pop {P.JOBS} ({exc}); waiting for the master to repair it")
             time.sleep(1.0)
@@ -61,19 +102,20 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             once("waiting", f"worker {wid.hex()}: waiting for work (a master: python -m es train ENV --redis URL)")
             continue
         said.discard("waiting")
+        raw, item = item[1], None
         try:
-            job = P.decode_job(item[1])
+            job = P.decode_job(raw)
         except P.BadPayload as exc:
             log(f"worker {wid.hex()}: dropped a bad job: {exc}")
             continue
-        try:
-            head = call(r.hmget, P.TASK, "run", "nonce")
-        except redis.ResponseError as exc:
-            once("task-type", f"worker {wid.hex()}: cannot read {P.TASK} ({exc}); skipping the job")
-            continue
-        if [h.decode(errors="replace") if h is not None else None for h in head] != [job["r"], job["n"]]:
-            continue  # a job of another run or an older generation: the master has moved on
-        if cached is None or cached[:2] != (job["r"], job["n"]):
+        if cached is None or cached[:2] != (job["r"], job["n"]):   # a task not read yet: is it the current one?
+            try:
+                head = call(r.hmget, P.TASK, "run", "nonce")
+            except redis.ResponseError as exc:
+                once("task-type", f"worker {wid.hex()}: cannot read {P.TASK} ({exc}); skipping the job")
+                continue
+            if [h.decode(errors="replace") if h is not None else None for h in head] != [job["r"], job["n"]]:
+                continue  # a job of another run or an older generation: the master has moved on
             try:
                 cached = (job["r"], job["n"], P.decode_task(call(r.hgetall, P.TASK)))
             except (P.BadPayload, redis.ResponseError) as exc:
@@ -89,7 +131,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 f"(population {task.population})")
             continue
         jid = P.job_id(job)
-        stop_lease = _heartbeat(link, jid, wid.hex(), job["n"], meta["lease_seconds"] / 4)
+        stop_lease = _heartbeat(link, jid, wid.hex(), job["n"], meta["lease_seconds"] / 4, clock)
         key = json.dumps(spec, sort_keys=True)
         try:
             if key not in problems:
@@ -108,19 +150,35 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             log(f"worker {wid.hex()}: chunk {jid} failed ({exc.__class__.__name__}: {exc}); told the master")
         finally:
             stop_lease()
-        _push(link, payload, jid, log)
         jobs_done += 1
+        more = (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set())
+        item = _push(link, payload, jid, log, take_next=more)
     return 0
 
 
-def _heartbeat(link, jid, worker, nonce, every):
-    """Renew ``es:leases[jid]`` every ``every`` seconds; returns the function that stops it."""
+class ServerClock:
+    """Redis's TIME without a round trip per heartbeat: the offset to this host's clock,
+    measured again every minute (leases are compared with the server's time, not ours)."""
+
+    def __init__(self, link):
+        self.link, self.offset, self.measured = link, 0.0, -1e9
+
+    def __call__(self) -> float:
+        if time.monotonic() - self.measured > 60:
+            self.offset, self.measured = self.link.server_time() - time.time(), time.monotonic()
+        return time.time() + self.offset
+
+
+def _heartbeat(link, jid, worker, nonce, every, clock):
+    """Write ``es:leases[jid]`` now and renew it every ``every`` seconds, beside the work (one
+    round trip each: the server's time comes from ``clock``). Returns the function that stops
+    it, which waits for a write in flight: a lease must never land after the result."""
     stop = threading.Event()
 
     def beat():
         while True:
             try:
-                value = json.dumps({"w": worker, "n": nonce, "t": link.server_time()})
+                value = json.dumps({"w": worker, "n": nonce, "t": clock()})
                 link.call(link.client.hset, P.LEASES, jid, value)
             except Exception:
                 pass   # a missed heartbeat only means the chunk may be handed out twice
@@ -131,22 +189,27 @@ def _heartbeat(link, jid, worker, nonce, every):
     return lambda: (stop.set(), thread.join())
 
 
-def _push(link, payload, jid, log, tries: int = 5) -> None:
+def _push(link, payload, jid, log, tries: int = 5, take_next: bool = False):
     """Push a result and drop the lease in one transaction (a lease in the hash always means
-    "no result yet"); a key of the wrong type is retried until the master repairs it."""
+    "no result yet"); with ``take_next``, take the next job in the same round trip (inside a
+    transaction BLPOP does not wait) and return it as BLPOP would, else None. A key of the
+    wrong type is retried until the master repairs it."""
     import redis
     r = link.client
     for attempt in range(tries):
-        try:
-            pipe = r.pipeline(transaction=True).rpush(P.RESULTS, payload)
-            if jid is not None:
-                pipe.hdel(P.LEASES, jid)
-            link.call(pipe.execute)
-            return
-        except redis.ResponseError as exc:
-            log(f"redis: could not push a result ({exc}); retrying")
-            time.sleep(1.0 + attempt)
+        pipe = r.pipeline(transaction=True).rpush(P.RESULTS, payload)
+        if jid is not None:
+            pipe.hdel(P.LEASES, jid)
+        if take_next:
+            pipe.blpop(P.JOBS, timeout=0)
+        out = link.call(pipe.execute, raise_on_error=False)
+        if not isinstance(out[0], redis.ResponseError):
+            got = out[-1] if take_next else None
+            return got if isinstance(got, (list, tuple)) and len(got) == 2 else None
+        log(f"redis: could not push a result ({out[0]}); retrying")
+        time.sleep(1.0 + attempt)
     log("redis: gave up pushing a result; the master will hand the chunk out again")
+    return None
 
 
 def run_workers(url: str, processes: int, password: str | None = None) -> int:

@@ -1,5 +1,6 @@
 """Milestone 2: joblib workers give the same trajectory as one process, and why seeding matters."""
 import multiprocessing as mp
+import time
 
 import numpy as np
 import pytest
@@ -122,7 +123,9 @@ def test_small_work_stays_in_process_and_says_so_once(caplog):
     ev = ParallelEvaluator(problem, workers=2)
     try:
         strategy = OpenES(np.ones(3, np.float32), SGD(3, 0.1), population=8, sigma=0.1, seed=0)
-        for _ in range(6):
+        for g in range(12):
+            if g == 3:
+                ev.warm(timeout=120)      # the workers started in the background; time them warm from here
             strategy.tell(ev.evaluate(strategy.ask(), [0], None).returns)
     finally:
         ev.close()
@@ -138,3 +141,129 @@ def test_chunks_are_whole_pairs_aligned_to_noise_blocks():
         assert bounds[0][0] == 0 and bounds[-1][1] == population
         assert all(a % 2 == 0 for a, _ in bounds)
         assert all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
+
+
+# ------------------------------------------------------------------ issue 33: what many cores need
+def test_guided_chunks_shrink_to_a_pair_and_cover_the_population():
+    from es.parallel import dispatch_order, guided_bounds
+    for population, workers in [(128, 16), (128, 2), (1024, 16), (64, 3), (10, 4), (2, 8), (4096, 64)]:
+        bounds = guided_bounds(population, workers)
+        sizes = [b - a for a, b in bounds]
+        assert bounds[0][0] == 0 and bounds[-1][1] == population
+        assert all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
+        assert all(a % 2 == 0 for a, _ in bounds)                       # whole antithetic pairs
+        assert sizes == sorted(sizes) and sizes[0] <= 2                # handed out from the end: largest first
+        assert sizes[-1] <= -(-population // (2 * workers)) + 1         # a first round shares out half the work
+        assert len(bounds) <= workers * (2 + population.bit_length())   # chunks cost a dispatch each
+        assert dispatch_order(bounds)[0] == len(bounds) - 1
+    assert guided_bounds(128, 1) == [(0, 128)]
+    assert guided_bounds(7, 2)[-1][1] == 7            # an odd population (no mirrored pairs): all of it
+
+
+def _episode_length_sum(problem, evaluator, generations=3, population=24, seed=4):
+    return _trajectory(problem, evaluator, generations=generations, population=population, seed=seed)
+
+
+def test_guided_chunks_give_the_single_process_trajectory_for_any_worker_count():
+    """A problem played one episode at a time (not batched) is cut into guided chunks; any
+    worker count, and the center's episodes riding on the first chunk handed out, give the
+    single-process run bit for bit."""
+    problem = EnvProblem("Acrobot-v1", hidden=(4,), max_steps=40)
+    reference = _episode_length_sum(problem, LocalEvaluator(problem))
+    for workers in (2, 3):
+        ev = ParallelEvaluator(problem, workers=workers, adaptive=False)
+        assert ev.guided and len(ev.bounds(24)) > workers
+        try:
+            got = _episode_length_sum(problem, ev)
+        finally:
+            ev.close()
+        assert all(np.array_equal(a, b) for a, b in zip(reference, got)), f"{workers} workers diverged"
+
+
+def _blas_threads(p, seed):
+    from threadpoolctl import threadpool_info
+    return float(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+
+
+def test_workers_compute_on_one_blas_thread_whatever_loky_allows(monkeypatch):
+    """loky lets each worker use cores // workers BLAS threads (or what the environment says):
+    4 workers on 16 cores got 4 each, and Pong's small matmuls ran 1.5-5x dearer per step."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "4")
+    problem = FunctionProblem(_blas_threads, 2)
+    task = OpenES(np.zeros(2, np.float32), SGD(2, 0.1), population=8, sigma=1.0, seed=0).ask()
+    ev = ParallelEvaluator(problem, workers=2, adaptive=False)
+    try:
+        returns = ev.evaluate(task, [0], None).returns
+    finally:
+        ev.close()
+    assert set(returns) == {1.0}, returns
+
+
+def _slow_member(p, seed):
+    import time
+    time.sleep(0.02)           # a simulator that waits (a socket, a subprocess): two workers halve it
+    return -float(np.sum(p ** 2))
+
+
+def test_the_adaptive_choice_is_made_on_warm_workers(caplog):
+    """Issue 33: the first parallel generation used to include the workers' start-up, and the
+    choice was made on it: here that start-up (loky processes, ~1 s) would make two workers
+    look slower than one process. Now generations play in-process while the workers warm in
+    the background, and the choice is made on a warm parallel generation."""
+    caplog.set_level("INFO", logger="es.parallel")
+    problem = FunctionProblem(_slow_member, 3)
+    ev = ParallelEvaluator(problem, workers=2)
+    ways = []
+    try:
+        strategy = OpenES(np.ones(3, np.float32), SGD(3, 0.1), population=16, sigma=0.1, seed=0)
+        deadline = time.monotonic() + 120
+        while ev._announced is None and time.monotonic() < deadline:
+            res = ev.evaluate(strategy.ask(), [0], None)
+            ways.append(res.info["evaluated"])
+            strategy.tell(res.returns)
+    finally:
+        ev.close()
+    assert ways[0] == "local" and "parallel" in ways, ways
+    assert ev.mode == "parallel", [r.getMessage() for r in caplog.records]
+    assert any("warm workers are" in r.getMessage() for r in caplog.records)
+
+
+def test_a_much_slower_way_is_not_probed_again():
+    """A probe of the other way costs (its time / this way's) generations: with 16 workers the
+    in-process probe every 25th generation cost 16 generations' time, a 0.6x slowdown. Only a
+    close call is probed again."""
+    problem = FunctionProblem(lambda p, s: 0.0, 2)
+    ev = ParallelEvaluator(problem, workers=2, recheck=5)
+    try:
+        ev._announced, ev.mode = "parallel", "parallel"
+        ev._timing["local"].append(16.0)
+        ev._timing["parallel"].append(1.0)
+        ev._generations = 5
+        ev._decide()
+        assert not ev._probe                 # 16x: never again
+        ev._timing["local"].append(1.3)      # the best of the last few local generations counts
+        ev._decide()
+        assert ev._probe and ev._choose(1) == "local" or not ev._ready(1)
+    finally:
+        ev.close()
+
+
+def _pid_at_center(p, seed):
+    import os
+    return float(os.getpid()) if not np.any(p) else 0.0
+
+
+def test_the_master_plays_the_center_while_the_workers_play_the_members():
+    """The center's episodes on a worker made it the generation's straggler (at population 128
+    on 16 workers, 9 episodes where 8 were due); this process waits anyway, so it plays them."""
+    import os
+    problem = FunctionProblem(_pid_at_center, 3)
+    task = OpenES(np.zeros(3, np.float32), SGD(3, 0.1), population=16, sigma=1.0, seed=0).ask()
+    ev = ParallelEvaluator(problem, workers=2, adaptive=False)
+    try:
+        res = ev.evaluate(task, [0], [1, 2])
+    finally:
+        ev.close()
+    assert res.center_return == float(os.getpid()) and res.center_length == 0
+    assert not np.any(res.returns)

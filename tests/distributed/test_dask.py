@@ -1,4 +1,5 @@
 """--dask: the same evaluation on a dask.distributed cluster, bit-identical to one process."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from es.checkpoint import load_checkpoint
 from es.distributed import protocol as P
 from es.envs import FunctionProblem
 from es.errors import ESError
+from es.parallel import guided_bounds
 from es.training import make_problem_for
 
 distributed = pytest.importorskip("dask.distributed")
@@ -89,3 +91,30 @@ def test_a_worker_checks_the_record_it_is_given():
                            lease_seconds=60.0)
     res = P.decode_result(evaluate_chunk(record, 0, 4, True), 500, 500)
     assert res["count"] == 4 and res["center"] is not None and res["nonce"] == "cd" * 8
+
+
+def _built_problems():
+    from es import parallel
+    from threadpoolctl import threadpool_info
+    return sorted(k for k in parallel._PROBLEMS if k != "blas"), \
+        max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_workers_are_warm_before_generation_0_and_the_master_plays_the_center():
+    """Issue 33: every Dask worker builds the problem (on one BLAS thread) before the first
+    generation is timed; guided chunks; the center is played here. Bit-identical to one process."""
+    cfg = es.config_for("Acrobot-v1", seed=3, generations=2, population=32, max_steps=25, reward_goal=1e9,
+                        hidden=[4])
+    reference = es.train(cfg, final_eval=False)
+    problem = make_problem_for(cfg)
+    ev = DaskEvaluator(problem, "local", workers=2, log=lambda m: None)
+    try:
+        ev.warm_up(cfg.population, cfg.episodes_per_member, cfg.center_episodes)
+        key = json.dumps(problem.spec(), sort_keys=True)
+        assert all(built == [key] and threads == 1 for built, threads in ev.client.run(_built_problems).values())
+        got = es.train(cfg, problem, evaluator=ev, final_eval=False)
+    finally:
+        ev.close()
+    assert np.array_equal(got.center, reference.center)
+    assert [m["center_return"] for m in got.metrics] == [m["center_return"] for m in reference.metrics]
+    assert got.metrics[0]["chunks"] == len(guided_bounds(32, 2))

@@ -326,13 +326,8 @@ def test_a_fake_heartbeat_from_the_future_does_not_hold_a_chunk(server):
     assert c.logged("no worker holds a lease"), c.logs
 
 
-@pytest.mark.slow
-def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
-    """A rogue worker pops a job and renews a valid lease forever without answering: the
-    chunk's absolute deadline hands it out again."""
-    cfg = small()
-    c = Cluster(server, cfg, start_workers=False, chunk_deadline=2.0)
-
+def _hold_a_chunk_forever(c):
+    """The attack: pop a job, then renew a valid lease on it forever without answering."""
     def hold(rec):
         _, raw = c.rogue.blpop(P.JOBS)
         job = P.decode_job(raw)
@@ -341,11 +336,38 @@ def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
             sec, usec = c.rogue.time()
             c.rogue.hset(P.LEASES, P.job_id(job), json.dumps({"w": "ff" * 8, "n": job["n"], "t": sec + usec / 1e6}))
             time.sleep(0.1)
-    t = c.during(0, hold)
+    return hold
+
+
+@pytest.mark.slow
+def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
+    """A rogue worker pops a job and renews a valid lease forever without answering: the
+    chunk's absolute deadline hands it out again. Backups are off here: they would hand the
+    chunk out first (the next test); the deadline is what is left when a backup's holder
+    stalls too."""
+    cfg = small()
+    c = Cluster(server, cfg, start_workers=False, chunk_deadline=2.0, backup_after=None)
+    t = c.during(0, _hold_a_chunk_forever(c))
     result = c.train()          # sets c.stop when it ends, which ends the attack too
     t.join()
     assert_identical(result, cfg)
     assert c.logged("deadline though worker ffffffffffffffff still sends heartbeats"), c.logs
+    assert not c.logged("a backup"), c.logs
+
+
+@pytest.mark.slow
+def test_a_heartbeat_that_never_ends_is_overtaken_by_a_backup(server):
+    """The same attack with backups on (the default): once no job waits, the held chunk is
+    handed out again as a backup, well before its deadline, and the run stays identical."""
+    cfg = small()
+    c = Cluster(server, cfg, start_workers=False, chunk_deadline=30.0)
+    t = c.during(0, _hold_a_chunk_forever(c))
+    result = c.train()
+    t.join()
+    assert_identical(result, cfg)
+    assert c.logged("a backup: worker ffffffffffffffff"), c.logs
+    assert not c.logged("deadline though"), c.logs
+    assert result.metrics[0]["backups"] >= 1 and result.metrics[0]["seconds"] < 20
 
 
 def test_workers_that_cannot_evaluate_are_banned_and_the_master_evaluates_their_chunks(server):
