@@ -684,7 +684,9 @@ def plot(rows, path) -> None:
         ax_eff.set_xscale("log", base=2)
         ax_eff.set_xticks(n_all, [str(n) for n in n_all])
         ax_eff.set_xlim(min(n_all) / 1.4, max(n_all) * 1.4)
-        ax_eff.set_ylim(0.5, 1.05)
+        lowest = min([r["efficiency"] for r in mine if r["evaluator"] != "in-process"]
+                     + [v for r in guess for k, v in r.items() if k.startswith("efficiency_spread_") and "one_core" not in k])
+        ax_eff.set_ylim(min(0.5, lowest - 0.05), 1.05)
         ax_eff.set_xlabel("worker processes")
         ax_eff.set_ylabel("efficiency (ES speed-up / bare speed-up)")
         ax_eff.set_title("efficiency: measured (filled), predicted (hollow)", fontsize=9)
