@@ -23,7 +23,8 @@ honest generation above 1.5x" figure.
     python benchmarks/scaling.py                     # 2 cores: N = 1, 2; dense, population 128
     python benchmarks/scaling.py --workers 1 2 4 8 16 --policies dense objects --populations 128 1024
     python benchmarks/scaling.py --parts             # per-component costs (no end-to-end runs)
-    python benchmarks/scaling.py --replot saved.jsonl
+    python benchmarks/scaling.py --predict parts.jsonl [--workers 4 16 64]   # PREDICTED efficiency from them
+    python benchmarks/scaling.py --replot saved.jsonl [predicted.jsonl]
 
 ``--root DIR`` runs another checkout's ``es`` (e.g. the commit before a change) with this script.
 """
@@ -362,8 +363,8 @@ def _dispatch_generation(evaluator, problem, population, generations=4):
 def part_dispatch(worker_counts, chunk_counts=(8, 32, 128), population=256):
     """What a generation costs beyond its work: CartPole episodes of one step with a policy of
     Pong's size (3,354 parameters), so that the wall time is dispatch, transfer, gathering and
-    the workers' per-chunk set-up. joblib and Redis (embedded server, worker processes) with N
-    workers and C chunks; per chunk = slope over C."""
+    the workers' per-chunk set-up. joblib, Redis (embedded server, worker processes) and Dask (a
+    local cluster) with N workers and C chunks; per chunk = slope over C."""
     from es.parallel import ParallelEvaluator
     from es.evaluators import LocalEvaluator
     from es.envs import EnvProblem
@@ -382,6 +383,20 @@ def part_dispatch(worker_counts, chunk_counts=(8, 32, 128), population=256):
             ms = 1e3 * _redis_generation(problem, n, c, population)
             emit({"kind": "part", "part": "dispatch", "evaluator": "redis", "workers": n, "chunks": c,
                   "population": population, "generation_ms": round(ms, 2)})
+        # benchmarks/distributed.py, first on the path as this script's folder, would shadow dask's
+        # ``distributed`` package (here and in the cluster's spawned processes): the folder goes last.
+        here = str(Path(__file__).resolve().parent)
+        sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != here] + [here]
+        from es.distributed.dask_evaluator import DaskEvaluator
+        for c in chunk_counts:
+            ev = DaskEvaluator(problem, "local", workers=n, chunks=c, log=lambda m: None)
+            try:
+                _dispatch_generation(ev, problem, population, generations=2)     # every worker warm
+                ms = 1e3 * _dispatch_generation(ev, problem, population)
+            finally:
+                ev.close()
+            emit({"kind": "part", "part": "dispatch", "evaluator": "dask", "workers": n, "chunks": c,
+                  "population": population, "generation_ms": round(ms, 2)})
 
 
 def part_latency(delays=(0.0, 2.0), chunk_counts=(8, 32), population=256, workers=2):
@@ -395,6 +410,71 @@ def part_latency(delays=(0.0, 2.0), chunk_counts=(8, 32), population=256, worker
             ms = 1e3 * _redis_generation(problem, workers, c, population, delay_ms=delay)
             emit({"kind": "part", "part": "latency", "evaluator": "redis", "workers": workers, "chunks": c,
                   "population": population, "delay_ms": delay, "generation_ms": round(ms, 1)})
+
+
+def _proc_cpu(root_pid: int, seen: dict) -> None:
+    """CPU seconds so far of ``root_pid`` and every process below it (Linux ``/proc``), into ``seen``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+                cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            stats[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
+    below, todo = {root_pid}, [root_pid]
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, _, _) in stats.items():
+            if ppid == parent and pid not in below:
+                below.add(pid)
+                todo.append(pid)
+    for pid in below & stats.keys():
+        seen[pid] = stats[pid][1:]
+
+
+def part_cpu_share(worker_counts, evaluators=("joblib", "redis", "dask"), population=128, max_steps=500,
+                   warmup=2, generations=3):
+    """Where the CPU of the steady generations goes (``python -m es train pong`` as in the
+    end-to-end runs; Linux ``/proc``, polled every 0.1 s from the end of generation ``warmup - 1``
+    to the end of the run): the N busiest processes below the master are its workers; the rest
+    is the master itself (its update, polling, the center and spot checks it plays, the final
+    one-episode evaluation), the Redis server, and the rest (Dask's scheduler and nannies,
+    joblib's resource tracker). With N workers on N cores the CPU the workers do not get is
+    taken from them: ``workers_share`` bounds the efficiency on such a machine."""
+    for n in worker_counts:
+        for way in evaluators:
+            with tempfile.TemporaryDirectory(prefix="es-scaling-") as tmp:
+                cmd = [sys.executable, "-m", "es", "train", "pong", "--policy", "dense", "--population",
+                       str(population), "--max-steps", str(max_steps), "--generations", str(warmup + generations),
+                       "--workers", str(n), "--eval-episodes", "1", "--out", f"{tmp}/run", "--no-progress", "--json"]
+                cmd += {"redis": ["--redis"], "dask": ["--dask", "local"]}.get(way, [])
+                env = {**os.environ, "PYTHONPATH": UNDER_TEST, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+                proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                metrics, base, seen, t0 = Path(f"{tmp}/run/metrics.jsonl"), None, {}, None
+                while proc.poll() is None:
+                    _proc_cpu(proc.pid, seen)
+                    if base is None and metrics.exists() and len(metrics.read_text().splitlines()) >= warmup:
+                        base, t0 = dict(seen), time.perf_counter()
+                    time.sleep(0.1)
+                wall = time.perf_counter() - (t0 or time.perf_counter())
+                if proc.returncode != 0 or base is None:
+                    raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode})")
+            used = {pid: (c - base.get(pid, (0.0,))[0], cmd) for pid, (c, cmd) in seen.items()}
+            master = used.pop(proc.pid, (0.0, ""))[0]
+            is_server = lambda cmd: "redis-server" in cmd or "valkey" in cmd  # noqa: E731
+            server = sum(c for c, cmd in used.values() if is_server(cmd))
+            rest = sorted((c for c, cmd in used.values() if not is_server(cmd)), reverse=True)
+            workers, other = sum(rest[:n]), sum(rest[n:])
+            total = master + server + workers + other
+            emit({"kind": "part", "part": "cpu_share", "evaluator": way, "workers": n, "population": population,
+                  "max_steps": max_steps, "steady_generations": generations, "wall_s": round(wall, 1),
+                  "cpu_s": {"workers": round(workers, 2), "master": round(master, 2), "server": round(server, 2),
+                            "other": round(other, 2)},
+                  "workers_share": round(workers / total, 3)})
 
 
 def _redis_generation(problem, n, chunks, population, delay_ms: float = 0.0):
@@ -423,23 +503,149 @@ def _redis_generation(problem, n, chunks, population, delay_ms: float = 0.0):
                 p.wait()
 
 
+# ---------------------------------------------------------------- a prediction from the parts (--predict)
+def _line(points):
+    """Least-squares (intercept, slope) of ``[(x, y)]``."""
+    x, y = np.array(points, dtype=float).T
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(intercept), float(slope)
+
+
+def predict(rows, worker_counts=(16,), steps=500, spreads=(0.0, 0.1), trials=200, center_episodes=1,
+            flat=True):
+    """PREDICTED efficiency with N workers, from the per-component costs that ``--parts`` saved
+    (``rows``), not measured. A generation with N workers lasts
+
+        max(makespan of the guided chunks on N workers, the master's own episodes)
+        + the evaluator's fixed cost per generation + the master's update,
+
+    where the makespan (``makespan``) charges each chunk of k members steps * k * (CPU per
+    step of a chunk of k, ``step_cost``) plus the evaluator's cost per chunk (``dispatch``: the
+    slope of a 1-step generation's wall time over its chunks, times the workers it was measured
+    with, i.e. as if every chunk's overhead fell on a worker; a master-side cost is no larger
+    per chunk), workers at speed 1 +- spread; the master plays the center's episodes
+    (``center_episodes``) and, for Redis, its spot checks (one member per 64) at the cost of a
+    chunk of one, and that CPU is taken from the workers' cores (N workers + the master on N
+    cores): time-shared over all of them, or (``..._master_on_one_core``, the pessimistic
+    bound) from one. One process: (population + 1) * steps * (CPU per step of a chunk of 32) + the
+    master's update. efficiency = T(1) / (N * T(N)): the bare games' speed-up is the unit, so
+    what the machine loses with N processes (memory bandwidth, turbo) cancels, as it does in the
+    measured efficiency. ``latency_ms``: a worker's round trip to the server made longer, per
+    chunk, as ``--parts latency`` measured it (per chunk: the slope over chunks of the delayed
+    generation's extra time, times its workers). With ``--parts cpu_share`` lines, the master's
+    CPU is the one measured per steady generation (with the server's and Dask's other
+    processes'), and each evaluator's workers cost what they spent per env step against joblib's
+    workers (Dask's spend more for the same games). Not modelled: the probation of fresh remote ids
+    (the master's own workers, which the benchmark starts, are trusted from their first result),
+    noise of other users, NUMA. ``flat``: every chunk size at the median CPU per step measured
+    (on the 2-core machine the sizes 1..32 differ by less than the measurement's noise; with
+    the table as measured, noise alone puts some predictions above 1)."""
+    from es.parallel import dispatch_order, guided_bounds
+    rng = np.random.default_rng(0)
+    parts = [r for r in rows if r.get("kind") == "part"]
+    for cost_row in (r for r in parts if r["part"] == "step_cost"):
+        policy = cost_row["policy"]
+        costs = {int(k): v for k, v in cost_row["us_per_step_by_chunk"].items()}
+        if flat:      # one cost per step whatever the chunk size: the median of the sizes measured
+            costs = dict.fromkeys(costs, float(np.median(list(costs.values()))))
+        disp = [r for r in parts if r["part"] == "dispatch"]
+        local_ms = next((r["generation_ms"] for r in disp if r["evaluator"] == "in-process"), 0.0)
+        per_chunk, fixed = {}, {}
+        for way in ("joblib", "redis", "dask"):
+            mine = [r for r in disp if r["evaluator"] == way]
+            if not mine:
+                continue
+            n_meas = max(r["workers"] for r in mine)
+            intercept, slope = _line([(r["chunks"], r["generation_ms"]) for r in mine if r["workers"] == n_meas])
+            per_chunk[way] = max(0.0, slope) * n_meas * 1e-3
+            fixed[way] = max(0.0, intercept - local_ms / n_meas) * 1e-3
+        lat = [r for r in parts if r["part"] == "latency"]
+        lat_per_chunk, lat_ms = 0.0, 0.0
+        if lat:
+            lat_ms = max(r["delay_ms"] for r in lat)
+            by = {(r["delay_ms"], r["chunks"]): r["generation_ms"] for r in lat}
+            cs = sorted({r["chunks"] for r in lat})
+            _, extra_slope = _line([(c, by[(lat_ms, c)] - by[(0.0, c)]) for c in cs])
+            lat_per_chunk = max(0.0, extra_slope) * lat[0]["workers"] * 1e-3
+        # --parts cpu_share: what the master (and the server, Dask's nannies) really spent per steady
+        # generation, and the workers' CPU per env step against joblib's for the same work.
+        shares = {r["evaluator"]: r for r in parts if r["part"] == "cpu_share"}
+        worker_us = {w: r["cpu_s"]["workers"] / (r["steady_generations"] * (r["population"] + center_episodes)
+                                                   * r["max_steps"]) * 1e6 for w, r in shares.items()}
+        for master in (r for r in parts if r["part"] == "master" and r["policy"] == policy):
+            population = master["population"]
+            update = 1e-3 * sum(master[k] for k in ("ask_ms", "tell_ms", "checkpoint_ms", "metrics_ms"))
+            one = steps * (population + center_episodes) * costs[32] * 1e-6 + update
+            for n in worker_counts:
+                bounds = guided_bounds(population, n)
+                order = dispatch_order(bounds)
+                for way in per_chunk:
+                    for hosts_delay in ((0.0, 2.0 * lat_ms) if way == "redis" and lat else (0.0,)):
+                        spots = -(-population // 64) if way == "redis" else 0
+                        own = steps * (center_episodes + spots) * costs[1] * 1e-6
+                        factor = 1.0
+                        if way in shares and shares[way]["population"] == population:
+                            c = shares[way]["cpu_s"]
+                            own = (c["master"] + c["server"] + c["other"]) / shares[way]["steady_generations"]
+                            factor = worker_us[way] / worker_us.get("joblib", worker_us[way])
+                        way_costs = {k: v * factor for k, v in costs.items()}
+                        chunk_s = per_chunk[way] + (lat_per_chunk if hosts_delay else 0.0)
+                        row = {"kind": "prediction", "predicted": True, "policy": policy, "population": population,
+                               "max_steps": steps, "evaluator": way, "workers": n,
+                               "round_trip_added_ms": hosts_delay}
+                        for spread in spreads:
+                            for where in ("shared", "one_core"):
+                                effs = []
+                                for _ in range(trials if spread else 1):
+                                    speeds = 1 + rng.uniform(-spread, spread, n)
+                                    span = makespan(bounds, order, speeds, way_costs, steps, chunk_s, center_episodes=0)
+                                    # The master's CPU (its episodes) comes off the workers' cores: time-shared
+                                    # over all of them (the kernel balancing N + 1 processes), or off one.
+                                    if where == "shared":
+                                        speeds *= 1 - own / (n * span)
+                                    else:
+                                        speeds[0] *= max(0.5, 1 - own / span)
+                                    span = makespan(bounds, order, speeds, way_costs, steps, chunk_s, center_episodes=0)
+                                    effs.append(one / (n * (max(span, own) + fixed[way] + update)))
+                                key = f"efficiency_spread_{spread}" + ("" if where == "shared" else "_master_on_one_core")
+                                row[key] = round(float(np.mean(effs)), 3)
+                        row["inputs"] = {"us_per_step_by_chunk": cost_row["us_per_step_by_chunk"],
+                                         "us_per_step_used": "median, every chunk size" if flat else "by chunk size",
+                                         "chunks": len(bounds), "chunk_sizes": sorted({b - a for a, b in bounds}),
+                                         "per_chunk_ms": round(1e3 * chunk_s, 3),
+                                         "fixed_per_generation_ms": round(1e3 * fixed[way], 2),
+                                         "master_update_ms": round(1e3 * update, 2),
+                                         "master_cpu_per_generation_s": round(own, 3),
+                                         "master_cpu_from": "cpu_share" if way in shares else
+                                                            f"{center_episodes + spots} episode(s) at the step cost",
+                                         "worker_cpu_per_step_vs_joblib": round(factor, 3),
+                                         "one_process_generation_s": round(one, 2)}
+                        emit(row)
+
+
 # ---------------------------------------------------------------- the picture
 def plot(rows, path) -> None:
+    """Per policy and population: the speed-up against workers (measured, with the ideal line and
+    the bare games' ceiling) and the efficiency (measured: filled; ``--predict`` rows given to
+    ``--replot``: hollow, labelled predicted)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     points = [r for r in rows if r.get("kind") == "point"]
+    predicted = [r for r in rows if r.get("kind") == "prediction" and not r.get("round_trip_added_ms")]
     panels = sorted({(r["policy"], r["population"]) for r in points})
     if not panels:
         return
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 2, figsize=(10.4, 4.4 * len(panels)), squeeze=False)
     styles = {"joblib": ("tab:blue", "o"), "redis": ("tab:red", "s"), "dask": ("tab:green", "^")}
-    for ax, (policy, population) in zip(axes[0], panels):
+    nudge = {"joblib": 0.93, "redis": 1.0, "dask": 1.075}      # side by side on the efficiency panel
+    for (ax, ax_eff), (policy, population) in zip(axes, panels):
         mine = [r for r in points if (r["policy"], r["population"]) == (policy, population)]
+        guess = [r for r in predicted if (r["policy"], r["population"]) == (policy, population)]
         ns = sorted({r["workers"] for r in mine})
-        ax.plot(ns, ns, color="gray", ls=":", lw=1, label="ideal")
+        ax.plot(ns, ns, color="gray", ls=":", lw=1.5, label="ideal")
         bare = {r["workers"]: r["bare_speedup"] for r in mine}
-        ax.plot(sorted(bare), [bare[n] for n in sorted(bare)], color="black", lw=2, label="bare games (ceiling)")
+        ax.plot(sorted(bare), [bare[n] for n in sorted(bare)], color="black", lw=1, label="bare games (ceiling)")
         for way, (color, marker) in styles.items():
             for code, ls in (("new", "-"), ("before", "--")):
                 pts = sorted((r["workers"], r["speedup"]) for r in mine
@@ -447,16 +653,45 @@ def plot(rows, path) -> None:
                 if len(pts) > 1:
                     ax.plot(*zip(*pts), color=color, marker=marker, ls=ls, alpha=1.0 if code == "new" else 0.5,
                             label=f"ES {way}" + (" (before issue 33)" if code == "before" else ""))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
+                eff = sorted((r["workers"], r["efficiency"]) for r in mine
+                             if r["evaluator"] == way and r.get("code", "new") == code)
+                eff = [(n * nudge[way], e) for n, e in eff]
+                if eff:
+                    ax_eff.plot(*zip(*eff), color=color, marker=marker, ls="none", ms=8, alpha=1.0 if code == "new" else 0.5,
+                                label=f"{way}, measured" + (" (before issue 33)" if code == "before" else ""))
+            g = sorted((r["workers"], r["efficiency_spread_0.0"], r["efficiency_spread_0.1"]) for r in guess
+                       if r["evaluator"] == way)
+            if g:
+                n_, e0, e1 = zip(*g)
+                n_ = [n * nudge[way] for n in n_]
+                ax_eff.vlines(n_, e1, e0, color=color, lw=2)
+                ax_eff.plot(n_, e0, color=color, marker=marker, ls="none", ms=8, mfc="white",
+                            label=f"{way}, PREDICTED from --parts (equal / +-10% cores)")
+                ax_eff.plot(n_, e1, color=color, marker=marker, ls="none", ms=5, mfc="white")
+        if max(ns) > 4:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
         ax.set_xticks(ns, [str(n) for n in ns])
         ax.set_xlabel("worker processes")
         ax.set_ylabel("speed-up over one process")
         cores = mine[0].get("cores")
-        ax.set_title(f"Pong {policy}, population {population}, {mine[0]['max_steps']}-step cap ({cores} cores)",
+        ax.set_title(f"Pong {policy}, population {population}, {mine[0]['max_steps']}-step cap: measured ({cores} cores)",
                      fontsize=9)
         ax.legend(fontsize=8, loc="upper left")
         ax.grid(alpha=0.3, which="both")
+        n_all = sorted(set(ns) | {r["workers"] for r in guess})
+        ax_eff.axhline(0.9, color="gray", ls="--", lw=1, label="goal at 16 workers (0.9)")
+        ax_eff.set_xscale("log", base=2)
+        ax_eff.set_xticks(n_all, [str(n) for n in n_all])
+        ax_eff.set_xlim(min(n_all) / 1.4, max(n_all) * 1.4)
+        lowest = min([r["efficiency"] for r in mine if r["evaluator"] != "in-process"]
+                     + [v for r in guess for k, v in r.items() if k.startswith("efficiency_spread_") and "one_core" not in k])
+        ax_eff.set_ylim(min(0.5, lowest - 0.05), 1.05)
+        ax_eff.set_xlabel("worker processes")
+        ax_eff.set_ylabel("efficiency (ES speed-up / bare speed-up)")
+        ax_eff.set_title("efficiency: measured (filled), predicted (hollow)", fontsize=9)
+        ax_eff.legend(fontsize=7, loc="lower left")
+        ax_eff.grid(alpha=0.3, which="both")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -483,19 +718,28 @@ def main():
                     help="the whole picture (a many-core machine): dense and objects, populations 128 and 1024, 3 rounds")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "scaling.png")
     ap.add_argument("--no-plot", action="store_true")
-    ap.add_argument("--replot", type=Path, default=None, help="redraw the picture from saved JSON lines")
-    ap.add_argument("--parts", nargs="*", default=None, choices=["step_cpu", "master", "dispatch", "schedule", "latency"],
+    ap.add_argument("--replot", type=Path, nargs="+", default=None,
+                    help="redraw the picture from saved JSON lines (end-to-end points; --predict lines: hollow)")
+    ap.add_argument("--predict", type=Path, default=None, metavar="PARTS",
+                    help="PREDICTED efficiency (not measured) from saved --parts lines, at --workers (default 16)")
+    ap.add_argument("--parts", nargs="*", default=None, choices=["step_cpu", "master", "dispatch", "schedule", "latency", "cpu_share"],
                     help="per-component costs instead of end-to-end runs (all parts if none named)")
     args = ap.parse_args()
     if args.full:
         args.policies, args.populations, args.rounds = ["dense", "objects"], [128, 1024], max(args.rounds, 3)
+    if args.predict is not None:
+        sys.path.insert(0, str(Path(args.root).resolve()))
+        rows = [json.loads(line) for line in args.predict.read_text().splitlines() if line.startswith("{")]
+        counts = [n for n in args.workers if n > 1] if "--workers" in sys.argv else [16]
+        predict(rows, counts, steps=args.max_steps)
+        return
     if args.parts is not None:
         global UNDER_TEST
         UNDER_TEST = str(Path(args.root).resolve())
         sys.path.insert(0, UNDER_TEST)
         from threadpoolctl import threadpool_limits
         threadpool_limits(1)      # as every ES process runs: one BLAS thread (es.training.one_blas_thread)
-        todo = args.parts or ["step_cpu", "master", "dispatch", "schedule", "latency"]
+        todo = args.parts or ["step_cpu", "master", "dispatch", "schedule", "latency", "cpu_share"]
         if "step_cpu" in todo:
             part_step_cpu(args.policies)
         if "master" in todo:
@@ -506,9 +750,11 @@ def main():
             part_schedule(args.policies, args.populations)
         if "latency" in todo:
             part_latency()
+        if "cpu_share" in todo:
+            part_cpu_share(sorted(set(args.workers) - {1}) or [2], args.evaluators)
         return
     if args.replot is not None:
-        rows = [json.loads(line) for line in args.replot.read_text().splitlines() if line.startswith("{")]
+        rows = [json.loads(line) for f in args.replot for line in f.read_text().splitlines() if line.startswith("{")]
         plot(rows, args.out)
         return
     scaling(args)
