@@ -12,7 +12,12 @@ processes it started) are trusted from their first result.
 
 Trusted ids are spot-checked: ``spot_checks`` members per generation (default one per 64), in
 distinct chunks, picked unpredictably (``secrets``). A mismatch bans the id. ``spot_checks=0``
-trusts every id not banned (a private cluster).
+trusts every id not banned (a private cluster). The master's own workers are not spot-checked:
+they run its code on its machine, and their ids are secrets (handed through their environment;
+the worker role can read neither leases nor results). So the replay runs only in a generation
+in which an id the master did not issue is trusted, or becomes trusted; with local workers only
+it used to take the master's CPU from them (population 128: two replayed episodes per
+generation beside the center's one, where each of 16 workers plays 8).
 """
 from __future__ import annotations
 
@@ -33,6 +38,9 @@ class Verifier:
         self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable
         self.banned: dict = {}   # worker id -> reason
         self.passed: dict = dict.fromkeys(trusted, max(1, self.probation))   # worker id -> results found identical
+        self.own = frozenset(trusted)            # ids the master issued to processes it started
+        self._replay: Future | None = None
+        self._spot_args: tuple = ()
         # The master's own evaluations: spot checks, then chunks, one at a time (one problem, one
         # set of games) while the master goes on receiving (ALE and NumPy release the GIL).
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="es-verify")
@@ -43,7 +51,13 @@ class Verifier:
         self.task, self.seeds, self.center_seeds = task, seeds, center_seeds
         self.seconds = self.spot_seconds = self.center_seconds = 0.0
         k = self.spot_checks if self.spot_checks is not None else max(1, math.ceil(task.population / 64))
-        self._replay = self._pool.submit(self._spot_check, task, seeds, bounds, min(k, len(bounds)))
+        self._spot_args, self._replay = (task, seeds, bounds, min(k, len(bounds))), None
+        if self._others_trusted():
+            self._replay = self._pool.submit(self._spot_check, *self._spot_args)
+
+    def _others_trusted(self) -> bool:
+        """Is an id the master did not issue trusted? Only such ids' results are spot-checked."""
+        return any(n >= self.probation and w not in self.own and w not in self.banned for w, n in self.passed.items())
 
     def _spot_check(self, task, seeds, bounds, k) -> dict:
         """member -> (return, length) measured here, for ``k`` members in distinct chunks."""
@@ -56,6 +70,10 @@ class Verifier:
         return {m: (float(r[i]), int(l[i])) for i, m in enumerate(members)}
 
     def checks(self) -> dict:
+        """The spot checks of this generation; replayed now if none ran yet (a result of an id
+        the master did not issue, trusted since the generation began, is checked like any)."""
+        if self._replay is None:
+            self._replay = self._pool.submit(self._spot_check, *self._spot_args)
         try:
             return self._replay.result()
         except Exception as exc:  # noqa: BLE001 -- the master's own environment failed
@@ -93,8 +111,15 @@ class Verifier:
         return {"returns": r, "lengths": l, "center": (cr, cl) if center_seeds is not None else None,
                 "worker": "master", "generation": task.generation}
 
+    def checked(self) -> int:
+        """How many members were spot-checked this generation (none is replayed to count them)."""
+        return len(self.checks()) if self._replay is not None else 0
+
     def lie(self, res: dict, a: int, b: int, own: dict | None = None) -> str | None:
-        """How ``res`` differs from a trusted evaluation ``own``, else the spot checks; or None."""
+        """How ``res`` differs from a trusted evaluation ``own``, else the spot checks; or None.
+        The master's own workers' results are not spot-checked (see the module's docstring)."""
+        if own is None and res.get("worker") in self.own:
+            return None
         checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a])) for m in range(a, b)} if own else \
             {m: v for m, v in self.checks().items() if a <= m < b}
         for m, (want_r, want_l) in checks.items():

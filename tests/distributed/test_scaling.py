@@ -41,6 +41,8 @@ def test_local_workers_of_the_master_are_ready_before_generation_0_and_need_no_p
     assert "started 3 local workers (ready in" in out.stderr
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert all(r["probation_checks"] == 0 and r["master_chunks"] == 0 and r["master_seconds"] == 0 for r in rows), rows
+    # nor spot checks: the master's own workers are its own code (their ids are secrets it handed them)
+    assert all(r["spot_checked"] == 0 and r["spot_check_seconds"] == 0 for r in rows), rows
     reference = es.train(es.config_for("cartpole", seed=2, generations=3, reward_goal=1e9, population=256),
                          final_eval=False)
     assert np.array_equal(load_checkpoint(tmp_path / "run")[0], reference.center)
@@ -85,6 +87,8 @@ def test_a_new_id_is_settled_by_a_trusted_peer_while_the_master_evaluates_nothin
     assert_identical(result, cfg)
     assert submitted == [], "the master evaluated a chunk although a trusted peer could"
     assert c.ev.verify.trusted(newcomer.hex()) and result.metrics[0]["vouched"] == 1, c.logs
+    # an id the master did not issue is trusted from then on: every later generation is spot-checked
+    assert all(m["spot_checked"] >= 1 for m in result.metrics[1:]), result.metrics
     assert c.logged("identical to trusted worker " + trusted.hex())
 
 
