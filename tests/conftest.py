@@ -1,20 +1,12 @@
 """Shared fixtures. Tests run with whatever Python runs pytest, activated venv or not:
 subprocesses get ``sys.executable`` and that interpreter's bin folder first on PATH."""
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from child_env import subprocess_env  # noqa: F401 (tests that start processes import it from child_env)
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def subprocess_env(**extra) -> dict:
-    """The environment for a child process: this interpreter's bin folder (console scripts
-    such as nbgrader's alembic) first on PATH, this checkout on PYTHONPATH."""
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PATH": path, "PYTHONPATH": pythonpath, "PYTHON": sys.executable, **extra}
 
 
 @pytest.fixture

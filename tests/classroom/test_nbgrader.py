@@ -12,7 +12,7 @@ import pytest
 
 from classroom.check import CHECKS
 from classroom.grade import grade
-from conftest import subprocess_env
+from child_env import subprocess_env
 
 pytestmark = pytest.mark.slow   # nbgrader's own autograder, a minute or more
 

@@ -17,7 +17,7 @@ from es.training import make_problem_for
 
 distributed = pytest.importorskip("dask.distributed")
 from es.distributed.dask_evaluator import DaskEvaluator, evaluate_chunk  # noqa: E402
-from conftest import subprocess_env
+from child_env import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = subprocess_env()
@@ -93,13 +93,6 @@ def test_a_worker_checks_the_record_it_is_given():
     assert res["count"] == 4 and res["center"] is not None and res["nonce"] == "cd" * 8
 
 
-def _built_problems():
-    from es import parallel
-    from threadpoolctl import threadpool_info
-    return sorted(k for k in parallel._PROBLEMS if k != "blas"), \
-        max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-
-
 def test_workers_are_warm_before_generation_0_and_the_master_plays_the_center():
     """Issue 33: every Dask worker builds the problem (on one BLAS thread) before the first
     generation is timed; guided chunks; the center is played here. Bit-identical to one process."""
@@ -108,10 +101,16 @@ def test_workers_are_warm_before_generation_0_and_the_master_plays_the_center():
     reference = es.train(cfg, final_eval=False)
     problem = make_problem_for(cfg)
     ev = DaskEvaluator(problem, "local", workers=2, log=lambda m: None)
+
+    def built_problems():     # defined here, so that it travels by value: a worker that imported this
+        from es import parallel          # module would import a conftest, and the first on its path
+        from threadpoolctl import threadpool_info      # may be another folder's (tests/web/)
+        return sorted(k for k in parallel._PROBLEMS if k != "blas"), \
+            max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     try:
         ev.warm_up(cfg.population, cfg.episodes_per_member, cfg.center_episodes)
         key = json.dumps(problem.spec(), sort_keys=True)
-        assert all(built == [key] and threads == 1 for built, threads in ev.client.run(_built_problems).values())
+        assert all(built == [key] and threads == 1 for built, threads in ev.client.run(built_problems).values())
         got = es.train(cfg, problem, evaluator=ev, final_eval=False)
     finally:
         ev.close()

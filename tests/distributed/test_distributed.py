@@ -18,7 +18,7 @@ from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
 from es.errors import ESError
 from es.training import make_problem_for
-from conftest import subprocess_env
+from child_env import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = subprocess_env()

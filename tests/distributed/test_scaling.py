@@ -19,7 +19,7 @@ from es.distributed.server import EmbeddedRedis
 from es.evaluators import evaluate_members
 from es.parallel import guided_bounds
 from es.training import make_problem_for
-from conftest import subprocess_env
+from child_env import subprocess_env
 from test_hostile import CHUNKS, Cluster, assert_identical, small
 
 

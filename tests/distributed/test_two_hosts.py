@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import subprocess_env
+from child_env import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
