@@ -209,8 +209,8 @@ def _slow_member(p, seed):
 def test_the_adaptive_choice_is_made_on_warm_workers(caplog):
     """Issue 33: the first parallel generation used to include the workers' start-up, and the
     choice was made on it: here that start-up (loky processes, ~1 s) would make two workers
-    look slower than one process. Now generations play in-process while the workers warm in
-    the background, and the choice is made on a warm parallel generation."""
+    look slower than one process. Now members play in-process while the workers warm in the
+    background, and the choice is made on a warm parallel generation."""
     caplog.set_level("INFO", logger="es.parallel")
     problem = FunctionProblem(_slow_member, 3)
     ev = ParallelEvaluator(problem, workers=2)
@@ -224,7 +224,7 @@ def test_the_adaptive_choice_is_made_on_warm_workers(caplog):
             strategy.tell(res.returns)
     finally:
         ev.close()
-    assert ways[0] == "local" and "parallel" in ways, ways
+    assert ways[0] in ("local", "handed over") and "parallel" in ways, ways   # warm loky workers may be reused
     assert ev.mode == "parallel", [r.getMessage() for r in caplog.records]
     assert any("warm workers are" in r.getMessage() for r in caplog.records)
 
