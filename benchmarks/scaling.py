@@ -120,6 +120,7 @@ def steady(run: dict, warmup: int) -> dict:
             "steady_seconds": median,
             "warmup_seconds": [round(r["seconds"], 3) for r in m if r["generation"] < warmup],
             "in_process_generations": [r["generation"] for r in m if r.get("evaluated") == "local"],
+            "handed_over_generations": [r["generation"] for r in m if r.get("evaluated") == "handed over"],
             "probation_generations": probation,
             "probation_seconds": [round(r["seconds"], 3) for r in m if r["generation"] in probation],
             "master_chunks": sum(r.get("master_chunks", 0) for r in m),
