@@ -509,6 +509,7 @@ def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(
     assert c.logged("probation") and result.metrics[0]["probation_checks"] >= 1
 
 
+@pytest.mark.slow
 def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
     """With a spot check in every chunk, the first lie is caught and never enters an update;
     the run equals the single-process run."""
@@ -624,6 +625,7 @@ def test_huge_returns_from_fresh_ids_never_reach_the_center(server, values):
     assert not [e for e in c.ev.accepted if e[2] in {w.hex() for w in ids}]
 
 
+@pytest.mark.slow
 def test_a_trusted_worker_that_sends_1e308_is_banned(server):
     """A worker honest through probation, then reporting 1e308 for one member: rejected,
     banned, its chunk evaluated by the master; the run stays identical."""

@@ -176,6 +176,7 @@ def test_a_server_without_blmpop_takes_results_one_at_a_time(server):
     assert not c.ev._blmpop
 
 
+@pytest.mark.slow
 def test_a_straggler_gets_a_backup_and_its_late_result_is_dropped(server):
     """An honest worker that takes 12 s over one chunk of generation 1 (a busy lab PC): once
     no job waits, the chunk is handed out again, the other worker's copy counts, and the
