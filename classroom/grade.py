@@ -681,39 +681,19 @@ def _child_main(argv=None) -> None:
 
 # ---------------------------------------------------------------- in the grader
 def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    sessions: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-                children.setdefault(int(fields[1]), []).append(int(d.name))
-                sessions[int(d.name)] = int(fields[3])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        for c in children.get(p, []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
+    from .sandbox import process_table, process_tree
+    table = process_table()
+    sessions = {p: int(fields[3]) for p, fields in table.items()}
+    out = process_tree(pid, table) - {pid}
     # Whatever shares a session with the tree (e.g. a daemon a student's code double-forked).
     sids = {sessions.get(p) for p in out | {pid}} - {None, sessions.get(os.getpid())}
     return out | {p for p, s in sessions.items() if s in sids and p != os.getpid()}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
-
-
 def _kill_tree(pid: int) -> list[int]:
     """SIGKILL ``pid``, its descendants and its session, until none is alive; the survivors."""
-    from .sandbox import kill_until_gone
-    return kill_until_gone(lambda: [p for p in _descendants(pid) | {pid} if _alive(p)])
+    from .sandbox import alive, kill_until_gone
+    return kill_until_gone(lambda: [p for p in _descendants(pid) | {pid} if alive(p)])
 
 
 def validate(raw, names: list[str], ungraded: str | None = None) -> list[dict]:

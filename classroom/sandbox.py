@@ -304,24 +304,49 @@ def pid_namespace(pid: int) -> str | None:
         return None
 
 
-def namespaces_below(pid: int) -> set[str]:
-    """The PID namespaces, other than this process's, of ``pid`` and the processes below it."""
-    children: dict[int, list[int]] = {}
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp, session,
+    ...); None when the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def process_table() -> dict[int, list[str]]:
+    """Every process's ``stat_fields``, by pid."""
+    table = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    mine, out, todo = pid_namespace(os.getpid()), set(), [pid]
+            fields = stat_fields(int(d.name))
+            if fields is not None and len(fields) > 3:
+                table[int(d.name)] = fields
+    return table
+
+
+def process_tree(pid: int, table: dict[int, list[str]] | None = None) -> set[int]:
+    """``pid`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for p, fields in (process_table() if table is None else table).items():
+        children.setdefault(int(fields[1]), []).append(p)
+    out, todo = {pid}, [pid]
     while todo:
-        p = todo.pop()
-        ns = pid_namespace(p)
-        if ns and ns != mine:
-            out.add(ns)
-        todo.extend(children.get(p, []))
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
     return out
+
+
+def namespaces_below(pid: int) -> set[str]:
+    """The PID namespaces, other than this process's, of ``pid`` and the processes below it."""
+    return {pid_namespace(p) for p in process_tree(pid)} - {pid_namespace(os.getpid()), None}
 
 
 def namespace_members(namespaces) -> list[int]:
@@ -329,15 +354,8 @@ def namespace_members(namespaces) -> list[int]:
     namespaces = set(namespaces)
     if not namespaces:
         return []
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and pid_namespace(int(d.name)) in namespaces:
-            try:
-                if (d / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                    out.append(int(d.name))
-            except (OSError, IndexError):
-                pass
-    return out
+    return [int(d.name) for d in Path("/proc").iterdir()
+            if d.name.isdigit() and pid_namespace(int(d.name)) in namespaces and alive(int(d.name))]
 
 
 def kill_namespaces(namespaces, rounds: int = 20) -> list[int]:
