@@ -64,6 +64,10 @@ class Preflight:
     message: str
     result: dict
 
+    def passed(self) -> str:
+        return (f"preflight passed: a known answer scored full marks in a sandboxed kernel ({self.isolation}, "
+                f"{self.seconds:.1f} s)")
+
 
 def known_answer(folder: Path, support_path: Path) -> Path:
     """The known-answer notebook, in ``folder``: it imports what the support code has."""
@@ -113,7 +117,7 @@ def ensure(support_path=None, log=None) -> Preflight | None:
         raise PreflightFailed(p.message)
     _PASSED.add(key)
     if log is not None:
-        log(f"preflight passed: a known answer scored full marks in a sandboxed kernel ({p.isolation}, {p.seconds:.1f} s)")
+        log(p.passed())
     return p
 
 
@@ -211,7 +215,7 @@ def main(support_path=None, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps({"ok": p.ok, "isolation": p.isolation, "seconds": p.seconds, "message": p.message}))
     elif p.ok:
-        print(f"preflight passed: a known answer scored full marks in a sandboxed kernel ({p.isolation}, {p.seconds:.1f} s)")
+        print(p.passed())
     else:
         print(p.message, file=sys.stderr)
     return 0 if p.ok else EXIT_STATUS
