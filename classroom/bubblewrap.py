@@ -48,14 +48,19 @@ def _hardening(bwrap: str) -> list[str]:
     return _HARDENING
 
 
+def _command(bwrap: str) -> list[str]:
+    """bubblewrap with the namespaces, hardening and uid every kernel gets (and the probe too)."""
+    return [bwrap, *OPTIONS, *_hardening(bwrap), "--uid", str(KERNEL_UID), "--gid", str(KERNEL_UID)]
+
+
 def unavailable() -> str:
     """Why bubblewrap cannot build the sandbox here ("" where it can): tried on a throwaway one."""
     bwrap = binary()
     if bwrap is None:
         return ("bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install "
                 "bubblewrap), so kernels cannot get a sandbox of their own")
-    argv = [bwrap, *OPTIONS, *_hardening(bwrap), "--uid", str(KERNEL_UID), "--gid", str(KERNEL_UID),
-            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "true"]
+    argv = [*_command(bwrap), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--perms", "1777",
+            "--tmpfs", "/tmp", "true"]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -70,9 +75,7 @@ def argv(config: dict, connection_file: str, extra=(), *, connection: str, syste
     """bubblewrap's command line for the kernel described by ``config`` (``sandbox.kernel_spec``):
     Jupyter's ``connection_file`` appears at ``connection``; ``system`` folders that are links
     (``/bin -> usr/bin``) stay links."""
-    bwrap = binary()
-    a = [bwrap, *OPTIONS, *_hardening(bwrap), "--uid", str(KERNEL_UID), "--gid", str(KERNEL_UID),
-         "--hostname", "es-grade",
+    a = [*_command(binary()), "--hostname", "es-grade",
          # the kernel's own folders first, so that no bind made after them is covered
          "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777",
          "--tmpfs", "/dev/shm"]
