@@ -282,10 +282,8 @@ class ParallelEvaluator(Evaluator):
             returns[a:], lengths[a:], cr, cl, busy = self._dispatch(task, seeds, center_seeds, rest)
             self._last_parallel = time.monotonic()
             info.update(chunks=len(rest), worker_busy=round(busy / ((time.perf_counter() - t0) * self.workers), 3))
-        elif center_seeds is not None and len(center_seeds):
-            _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds)
         else:
-            cr, cl = None, 0
+            cr, cl = self._center_here(task, center_seeds)
         self._generations += 1
         if self._timing["local"] and self._timing["parallel"]:
             self._decide()
@@ -316,6 +314,13 @@ class ParallelEvaluator(Evaluator):
                 log.info(f"parallel: {self.workers} warm workers are {ratio:.2f}x faster than in-process; using them")
             self._announced = self.mode
 
+    def _center_here(self, task: GenerationTask, center_seeds) -> tuple[float | None, int]:
+        """The center's return and length, played in this process (None, 0 without center seeds)."""
+        if center_seeds is None or not len(center_seeds):
+            return None, 0
+        _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds)
+        return cr, cl
+
     def _dispatch(self, task: GenerationTask, seeds, center_seeds, bounds):
         """The members on the workers, the center here meanwhile: this process waits anyway, and
         one worker playing the center's episodes besides its share was the generation's
@@ -338,7 +343,7 @@ class ParallelEvaluator(Evaluator):
             if center is not None:
                 _, _, cr, cl = center.result()
         if center is None:
-            _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds) if has_center else (0, 0, None, 0)
+            cr, cl = self._center_here(task, center_seeds)
         returns = np.concatenate([out[i][0] for i in range(len(bounds))])
         lengths = np.concatenate([out[i][1] for i in range(len(bounds))])
         return returns, lengths, cr, cl, sum(o[4] for o in out.values())

@@ -57,7 +57,11 @@ class Verifier:
 
     def _others_trusted(self) -> bool:
         """Is an id the master did not issue trusted? Only such ids' results are spot-checked."""
-        return any(n >= self.probation and w not in self.own and w not in self.banned for w, n in self.passed.items())
+        return any(w not in self.own for w in self._passed_ids())
+
+    def _passed_ids(self):
+        """The ids that passed probation and are not banned."""
+        return (w for w, n in self.passed.items() if n >= self.probation and w not in self.banned)
 
     def _spot_check(self, task, seeds, bounds, k) -> dict:
         """member -> (return, length) measured here, for ``k`` members in distinct chunks."""
@@ -84,7 +88,7 @@ class Verifier:
 
     def any_trusted(self) -> bool:
         """Is any worker id trusted (so that a chunk held for probation may be settled by a peer)?"""
-        return self.spot_checks == 0 or any(n >= self.probation and w not in self.banned for w, n in self.passed.items())
+        return self.spot_checks == 0 or any(True for _ in self._passed_ids())
 
     def submit(self, a: int, b: int, center: bool) -> Future:
         """Chunk ``[a, b)`` (and the center) evaluated here in the background, after what is queued."""
