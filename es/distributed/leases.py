@@ -37,6 +37,8 @@ class Board:
         g = task.generation
         self.task, self.seeds, self.center_seeds, self.cap = task, seeds, center_seeds, cap
         self.chunk_of = {a: (a, b, P.job_id({"g": g, "a": a, "b": b})) for a, b in bounds}   # first member -> chunk
+        self.members = {jid: (a, b) for a, b, jid in self.chunk_of.values()}                  # chunk -> its members
+        self.waiting, self.running = 0, {}   # the last generation's leases say nothing of this one
         self.center_chunk = None if center_here else self.chunk_of[bounds[-1][0]][2]
         self.said: set = set()
         self._stamp()
@@ -133,6 +135,7 @@ class Board:
         head, (sec, usec), raw_leases, queued = self._look(pending)
         if head is None or [v.decode(errors="replace") if v is not None else None for v in head] != \
                 [record["run"], record["nonce"], record["generation"], record["sha256"]]:
+            self.waiting, self.running = 0, {}   # the leases were under the old nonce: none holds now
             return self.republish(done, "the task record is gone or altered")
         now = sec + usec / 1e6
         leases = self.leases(pending, now, raw_leases)

@@ -249,7 +249,7 @@ class RedisEvaluator(Evaluator):
         for jid, worker in bd.running.items():
             if jid in self._done or jid in self._backed:
                 continue
-            a, b, _ = next(c for c in bd.chunk_of.values() if c[2] == jid)
+            a, b = bd.members[jid]
             expected = self._per_member * (b - a)
             if now - self._started[jid] > max(self.backup_after * expected, 1.0):
                 self._backed.add(jid)
@@ -297,7 +297,7 @@ class RedisEvaluator(Evaluator):
 
     def _evaluate_here(self, jid) -> None:
         if jid not in self._own and jid not in self._done:
-            a, b, _ = next(c for c in self.board.chunk_of.values() if c[2] == jid)
+            a, b = self.board.members[jid]
             self._own[jid] = self.verify.submit(a, b, jid == self.board.center_chunk)
 
     def _evaluate_unsettled(self) -> None:
@@ -319,7 +319,7 @@ class RedisEvaluator(Evaluator):
             except Exception as exc:   # noqa: BLE001 -- the master's own environment failed
                 raise EvaluationError(f"the master could not evaluate chunk {jid}: {exc.__class__.__name__}: {exc}") from None
             if jid not in self._done and res["generation"] == self.board.task.generation:
-                a, b, _ = next(c for c in self.board.chunk_of.values() if c[2] == jid)
+                a, b = self.board.members[jid]
                 self._info["master_chunks"] += 1
                 done = self._trusted(res, a, b, jid) or done
         return done
@@ -339,7 +339,7 @@ class RedisEvaluator(Evaluator):
                 mine = [r for x, r in entries if x == w]
                 if mine and jid not in self._done:
                     self._held[jid] = [(x, r) for x, r in entries if x != w]
-                    a2, b2, _ = next(c for c in self.board.chunk_of.values() if c[2] == jid)
+                    a2, b2 = self.board.members[jid]
                     self._trusted(mine[0], a2, b2, jid)
 
     def _used(self, a, b, jid) -> dict:

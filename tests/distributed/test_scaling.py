@@ -195,3 +195,35 @@ def test_a_straggler_gets_a_backup_and_its_late_result_is_dropped(server):
     assert result.metrics[1]["seconds"] < 8, "the run waited for the straggler"
     assert_identical(result, cfg)
     assert slow.is_set() and result.metrics[1]["backups"] == 1 and c.logged("a backup"), c.logs
+
+
+def test_the_leases_of_another_generation_or_nonce_are_never_running_chunks(server):
+    """Backups look at the chunks running now. A generation's first look may find the task
+    record gone (the server restarted) and publish it again: the leases the master saw in the
+    generation before (or under the old nonce) must not count as running, or a backup is cut
+    for a chunk this generation does not have (a crash once seen after a Redis restart)."""
+    from es.training import make_strategy
+    cfg = small(generations=2)
+    c = Cluster(server, cfg, workers=0, start_workers=False)
+    bd, problem = c.ev.board, c.problem
+    strategy, _ = make_strategy(cfg, np.zeros(problem.num_params, dtype=np.float32), problem.num_params)
+    seeds = es.seeding.episode_seeds(cfg.seed, 0, cfg.episodes_per_member)
+
+    def hold_a_lease(g):
+        bounds = c.ev.bounds(cfg.population)
+        strategy.generation = g
+        bd.open(strategy.ask(), seeds, seeds[:1], 500, bounds)
+        jid = next(iter(bd.members))
+        now = sum(x / d for x, d in zip(c.admin.time(), (1, 1e6)))
+        c.admin.hset(P.LEASES, jid, json.dumps({"w": "ab" * 8, "n": bd.nonce, "t": now}))
+        return jid
+    jid0 = hold_a_lease(0)
+    bd.requeue_expired({}, 60.0)
+    assert bd.running == {jid0: "ab" * 8}
+    jid1 = hold_a_lease(1)
+    assert bd.running == {} and jid0 not in bd.members, "generation 0's lease counted in generation 1"
+    bd.requeue_expired({}, 60.0)
+    assert bd.running == {jid1: "ab" * 8}
+    c.admin.delete(P.TASK)                 # the server came back empty: the record is published again
+    assert bd.requeue_expired({}, 60.0) == len(bd.members)
+    assert bd.running == {}, "a lease under the old nonce counted as running"
