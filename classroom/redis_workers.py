@@ -96,12 +96,14 @@ class FaultyWorkers:
         pipe.execute()
 
     def _take(self, r):
-        """The next job, with its lease written *before* it leaves the queue (the three workers
-        take turns), so the master never sees a live chunk that is neither queued nor leased; a
-        real worker has that moment between BLPOP and HSET, and a master may requeue it then
-        (a harmless duplicate) but should not be graded on it."""
+        """The next job, with its lease written in the same transaction that takes it out of the
+        queue (the three workers take turns), so the master never sees a live chunk that is
+        neither queued nor leased; a real worker has that moment between BLPOP and HSET, and a
+        master may requeue it then (a harmless duplicate) but should not be graded on it. The
+        queue is read in that transaction too: a copy pushed a moment after the pop (by a master
+        that rightly saw the chunk gone and unleased) is not a copy that waited beside it."""
         with self._turn:
-            raw = r.lindex(JOBS, 0)
+            raw = r.lindex(JOBS, 0)      # only workers pop, and they take turns: still the head below
             if raw is None:
                 return None
             job = json.loads(raw)
@@ -113,11 +115,15 @@ class FaultyWorkers:
             fault = self.fault.get(k) if self.handed_out[chunk] == 1 else "late_lease"
             if self.working.get(chunk):
                 self.requeued_live.add(chunk)      # its worker is alive and renewing the lease
+            pipe = r.pipeline(transaction=True)
             if fault not in ("dies_without_lease", "late_lease"):
-                r.hset(LEASES, chunk, repr(time.time()))
-            r.lpop(JOBS)
-            if any(name(j["a"], j["b"]) == chunk for j in map(json.loads, r.lrange(JOBS, 0, -1))):
+                pipe.hset(LEASES, chunk, repr(time.time()))
+            pipe.lpop(JOBS).lrange(JOBS, 0, -1)
+            left = pipe.execute()[-1]
+            if any(name(j["a"], j["b"]) == chunk for j in map(json.loads, left)):
                 self.queued_twice.add(chunk)       # pushed again while a copy still waited
+            # live: its lease was written as it left the queue (a late lease is a moment where
+            # the chunk rightly looks lost, and a copy handed out then is not a fault)
             self.working[chunk] = fault is None or fault in ("slow", "duplicate")
             return a, b, fault
 
@@ -172,7 +178,6 @@ class FaultyWorkers:
                     if self._stop.wait(LATE_LEASE * self.lease):
                         return
                     r.hset(LEASES, name(a, b), repr(time.time()))
-                    self.working[name(a, b)] = True
                 if fault == "slow":          # alive: renews its lease for 2.5 leases, then answers
                     end = time.time() + 2.5 * self.lease
                     while time.time() < end and not self._stop.is_set():
