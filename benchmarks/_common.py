@@ -13,4 +13,10 @@ def one_core(cpu: int | None = None) -> int:
     return cpu
 
 
+def pythonpath(root) -> str:
+    """A child's PYTHONPATH: the checkout measured first, then whatever the caller's held
+    (packages installed with ``pip --target``, as on a borrowed machine)."""
+    return os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import pythonpath  # noqa: E402  (and the import path)
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 import es
 from es.distributed.master import RedisEvaluator
 from es.distributed.server import EmbeddedRedis
@@ -29,7 +30,7 @@ cfg = es.config_for("cartpole", seed=0, generations=GEN, reward_goal=1e9)
 ref = None
 rows = []
 with EmbeddedRedis() as server:
-    env = {**os.environ, "ES_REDIS_URL": server.worker_url, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "ES_REDIS_URL": server.worker_url, "PYTHONPATH": pythonpath(ROOT)}
     for rep in range(REPEATS):
         for probation in (1, 0):
             procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env=env, stderr=subprocess.DEVNULL) for _ in range(2)]

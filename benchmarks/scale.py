@@ -17,7 +17,7 @@
 
 All on this machine, single-threaded master (BLAS capped at one thread).
 """
-import _common  # noqa: F401   (import path)
+from _common import pythonpath  # noqa: E402  (and the import path)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -73,7 +73,7 @@ def table_build():
     code = ("import time; t=time.perf_counter(); from es import noise_table; "
             "tab = noise_table.shared_table(); print(time.perf_counter() - t, tab.nbytes)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.split()
+                         env={**os.environ, "PYTHONPATH": pythonpath(ROOT)}).stdout.split()
     emit({"kind": "noise_table", "build_seconds": float(out[0]), "bytes": int(out[1]), "cpus": os.cpu_count()})
 
 
@@ -138,7 +138,7 @@ def redis_master(worker_counts, hidden_sets, population=16384, chunk=32, generat
         for n in worker_counts:
             with EmbeddedRedis(admin=True) as server:
                 farm = subprocess.Popen([sys.executable, "-c", FARM, server.worker_url, str(n)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": pythonpath(ROOT)})
                 try:
                     assert farm.stdout.readline().strip() == "ready"
                     admin = redis.Redis.from_url(server.admin_url)

@@ -28,7 +28,7 @@ honest generation above 1.5x" figure.
 
 ``--root DIR`` runs another checkout's ``es`` (e.g. the commit before a change) with this script.
 """
-import _common  # noqa: F401  (import path)
+from _common import pythonpath  # (and the import path)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -95,7 +95,7 @@ def es_run(how: str, n: int, policy: str, population: int, max_steps: int, gener
             cmd += ["--redis"]
         elif how == "dask" and n > 1:
             cmd += ["--dask", "local"]
-        env = {**os.environ, "PYTHONPATH": root, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        env = {**os.environ, "PYTHONPATH": pythonpath(root), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
         t0 = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
         wall = time.perf_counter() - t0
@@ -453,7 +453,7 @@ def part_cpu_share(worker_counts, evaluators=("joblib", "redis", "dask"), popula
                        str(population), "--max-steps", str(max_steps), "--generations", str(warmup + generations),
                        "--workers", str(n), "--eval-episodes", "1", "--out", f"{tmp}/run", "--no-progress", "--json"]
                 cmd += {"redis": ["--redis"], "dask": ["--dask", "local"]}.get(way, [])
-                env = {**os.environ, "PYTHONPATH": UNDER_TEST, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+                env = {**os.environ, "PYTHONPATH": pythonpath(UNDER_TEST), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
                 proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 metrics, base, seen, t0 = Path(f"{tmp}/run/metrics.jsonl"), None, {}, None
                 while proc.poll() is None:
@@ -490,7 +490,7 @@ def _redis_generation(problem, n, chunks, population, delay_ms: float = 0.0):
                                       "127.0.0.1", str(server.port), str(delay_ms)], stdout=subprocess.PIPE, text=True)
             relay.stdout.readline()      # listening
             url = url.replace(f":{server.port}/", f":{port}/")
-        env = {**os.environ, "ES_REDIS_URL": url, "PYTHONPATH": UNDER_TEST}
+        env = {**os.environ, "ES_REDIS_URL": url, "PYTHONPATH": pythonpath(UNDER_TEST)}
         procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env=env, stderr=subprocess.DEVNULL)
                  for _ in range(n)]
         try:
@@ -625,6 +625,30 @@ def predict(rows, worker_counts=(16,), steps=500, spreads=(0.0, 0.1), trials=200
 
 
 # ---------------------------------------------------------------- the picture
+def _key(r) -> tuple:
+    return r.get("code", "new"), r["policy"], r["population"], r["evaluator"], r["workers"]
+
+
+def points_from_rounds(rows) -> list[dict]:
+    """Points for the round lines that have none (a run cut short before its summary): the
+    median over its rounds, as the summary would have it, marked ``"from_rounds": true``."""
+    have = {_key(r) for r in rows if r.get("kind") == "point"}
+    groups: dict = {}
+    for r in rows:
+        if r.get("kind") == "round" and _key(r) not in have:
+            groups.setdefault(_key(r), []).append(r)
+    out = []
+    for (code, policy, population, way, n), rs in groups.items():
+        med = lambda k: round(float(np.median([r[k] for r in rs])), 3)   # noqa: E731
+        out.append({"kind": "point", "code": code, "policy": policy, "population": population, "evaluator": way,
+                    "workers": n, "rounds": len(rs), "bare_speedup": med("bare_speedup"), "speedup": med("speedup"),
+                    "efficiency": med("efficiency"), "efficiency_range": [min(r["efficiency"] for r in rs),
+                                                                         max(r["efficiency"] for r in rs)],
+                    "worst_generation": med("worst_generation"), "startup_seconds": med("startup_seconds"),
+                    "from_rounds": True})
+    return out
+
+
 def plot(rows, path) -> None:
     """Per policy and population: the speed-up against workers (measured, with the ideal line and
     the bare games' ceiling) and the efficiency (measured: filled; ``--predict`` rows given to
@@ -632,7 +656,7 @@ def plot(rows, path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    points = [r for r in rows if r.get("kind") == "point"]
+    points = [r for r in rows if r.get("kind") == "point"] + points_from_rounds(rows)
     predicted = [r for r in rows if r.get("kind") == "prediction" and not r.get("round_trip_added_ms")]
     panels = sorted({(r["policy"], r["population"]) for r in points})
     if not panels:
@@ -687,7 +711,8 @@ def plot(rows, path) -> None:
         ax_eff.set_xlim(min(n_all) / 1.4, max(n_all) * 1.4)
         lowest = min([r["efficiency"] for r in mine if r["evaluator"] != "in-process"]
                      + [v for r in guess for k, v in r.items() if k.startswith("efficiency_spread_") and "one_core" not in k])
-        ax_eff.set_ylim(min(0.5, lowest - 0.05), 1.05)
+        highest = max(r["efficiency"] for r in mine if r["evaluator"] != "in-process")   # above 1: the ceiling's noise
+        ax_eff.set_ylim(min(0.5, lowest - 0.05), max(1.05, highest + 0.05))
         ax_eff.set_xlabel("worker processes")
         ax_eff.set_ylabel("efficiency (ES speed-up / bare speed-up)")
         ax_eff.set_title("efficiency: measured (filled), predicted (hollow)", fontsize=9)
