@@ -17,7 +17,7 @@
 
 All on this machine, single-threaded master (BLAS capped at one thread).
 """
-from _common import pythonpath  # noqa: E402  (and the import path)
+from _common import pythonpath  # (and the import path)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
