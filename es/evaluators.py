@@ -51,6 +51,14 @@ def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds
     return member_returns, member_lengths, None, 0
 
 
+def evaluate_center(problem, task: GenerationTask, center_seeds) -> tuple[float | None, int]:
+    """The center's return and length alone (``None, 0`` without center seeds): what a master
+    plays while its workers play the members."""
+    if center_seeds is None or not len(center_seeds):
+        return None, 0
+    return evaluate_members(problem, task, [], [], center_seeds)[2:]
+
+
 class LocalEvaluator(Evaluator):
     """Every member in this process, in one batched call."""
     name = "local"

@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from .envs import make_problem, rebuildable
 from .errors import ESError
-from .evaluators import GenerationResult, evaluate_members
+from .evaluators import GenerationResult, evaluate_center, evaluate_members
 from .interfaces import Evaluator
 from .strategy import GenerationTask
 
@@ -238,7 +238,6 @@ class ParallelEvaluator(Evaluator):
         else:
             t0 = time.perf_counter()
             r, l, cr, cl, busy = self._dispatch(task, seeds, center_seeds, bounds)
-            self._last_parallel = time.monotonic()
         seconds = time.perf_counter() - t0
         work = max(int(l.sum()) + cl, task.population)   # env steps, or members for function problems
         self._timing[how].append(seconds / work)
@@ -280,10 +279,9 @@ class ParallelEvaluator(Evaluator):
             rest = [(a + x, a + y) for x, y in self.bounds(n - a)]
             t0 = time.perf_counter()
             returns[a:], lengths[a:], cr, cl, busy = self._dispatch(task, seeds, center_seeds, rest)
-            self._last_parallel = time.monotonic()
             info.update(chunks=len(rest), worker_busy=round(busy / ((time.perf_counter() - t0) * self.workers), 3))
         else:
-            cr, cl = self._center_here(task, center_seeds)
+            cr, cl = evaluate_center(self.problem, task, center_seeds)
         self._generations += 1
         if self._timing["local"] and self._timing["parallel"]:
             self._decide()
@@ -314,13 +312,6 @@ class ParallelEvaluator(Evaluator):
                 log.info(f"parallel: {self.workers} warm workers are {ratio:.2f}x faster than in-process; using them")
             self._announced = self.mode
 
-    def _center_here(self, task: GenerationTask, center_seeds) -> tuple[float | None, int]:
-        """The center's return and length, played in this process (None, 0 without center seeds)."""
-        if center_seeds is None or not len(center_seeds):
-            return None, 0
-        _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds)
-        return cr, cl
-
     def _dispatch(self, task: GenerationTask, seeds, center_seeds, bounds):
         """The members on the workers, the center here meanwhile: this process waits anyway, and
         one worker playing the center's episodes besides its share was the generation's
@@ -329,11 +320,10 @@ class ParallelEvaluator(Evaluator):
                   "antithetic": task.antithetic, "population": task.population, "noise": task.noise}
         seeds = [int(s) for s in seeds]
         problem = None if self._key is not None else self.problem
-        has_center = center_seeds is not None and len(center_seeds) > 0
         # One job at a time runs in this process (joblib's sequential backend), maybe on this very
         # problem object: then the center comes after, not beside it.
-        center = self._center_pool.submit(evaluate_members, self.problem, task, [], [], center_seeds) \
-            if has_center and self.workers > 1 else None
+        center = self._center_pool.submit(evaluate_center, self.problem, task, center_seeds) \
+            if self.workers > 1 else None
         order = dispatch_order(bounds)
         jobs = [delayed(evaluate_chunk)(self._key, problem, fields, task.center, *bounds[i], seeds, None)
                 for i in order]
@@ -341,9 +331,10 @@ class ParallelEvaluator(Evaluator):
             out = dict(zip(order, self._parallel(jobs)))
         finally:
             if center is not None:
-                _, _, cr, cl = center.result()
+                cr, cl = center.result()
         if center is None:
-            cr, cl = self._center_here(task, center_seeds)
+            cr, cl = evaluate_center(self.problem, task, center_seeds)
+        self._last_parallel = time.monotonic()     # loky's idle clock starts again
         returns = np.concatenate([out[i][0] for i in range(len(bounds))])
         lengths = np.concatenate([out[i][1] for i in range(len(bounds))])
         return returns, lengths, cr, cl, sum(o[4] for o in out.values())

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import GenerationResult, evaluate_members
+from ..evaluators import GenerationResult, evaluate_center, evaluate_members
 from ..interfaces import Evaluator
 from ..parallel import _problem, chunk_bounds, dispatch_order, guided_bounds   # _problem: built once per process
 from . import protocol as P
@@ -108,7 +108,7 @@ class DaskEvaluator(Evaluator):
         bounds = self.bounds(pop)
         # The center: played here while the workers play the members (with --chunks: by the last chunk).
         here = not self.chunks and center_seeds is not None and len(center_seeds) > 0
-        own = self._center_pool.submit(evaluate_members, self.problem, task, [], [], center_seeds) if here else None
+        own = self._center_pool.submit(evaluate_center, self.problem, task, center_seeds) if here else None
         with_center = [not here and i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
                        for i in range(len(bounds))]
         # Submitted largest first (the center's chunk first): Dask runs earlier submissions first.
@@ -141,7 +141,7 @@ class DaskEvaluator(Evaluator):
                 fut.release()
             shared.release()
             if own is not None:
-                center = own.result()[2:]
+                center = own.result()
         return GenerationResult(returns, lengths, center[0], center[1], {"chunks": len(bounds)})
 
     def close(self):

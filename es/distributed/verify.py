@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import evaluate_members
+from ..evaluators import evaluate_center, evaluate_members
 
 
 class Verifier:
@@ -98,7 +98,7 @@ class Verifier:
         """The center's ``(return, length)`` played here in the background, after the spot checks."""
         def play(task, center_seeds):
             t0 = time.perf_counter()
-            _, _, cr, cl = evaluate_members(self.problem, task, [], [], center_seeds)
+            cr, cl = evaluate_center(self.problem, task, center_seeds)
             self.center_seconds = time.perf_counter() - t0
             return cr, cl
         return self._pool.submit(play, self.task, self.center_seeds)
@@ -146,7 +146,7 @@ class Verifier:
 
     def verify_center(self, task, center_seeds, reported: float, reporter) -> float:
         """Replay the center of the last generation here (before a goal stops the run)."""
-        _, _, cr, _ = self._pool.submit(evaluate_members, self.problem, task, [], [], center_seeds).result()
+        cr, _ = self._pool.submit(evaluate_center, self.problem, task, center_seeds).result()
         if cr != reported and reporter is not None:
             self.ban(reporter, f"reported the center's return as {reported!r}, the master measured {cr!r}")
         return cr
