@@ -94,13 +94,11 @@ class Board:
         stored = {k.decode(errors="replace"): v for k, v in stored.items()}
         return not all(stored.get(k) == (v.encode() if isinstance(v, str) else v) for k, v in self.record.items())
 
-    def leases(self, pending, now: float, raw=None) -> dict:
-        """chunk -> (last heartbeat, worker) for this generation's well-formed leases."""
-        if raw is None:
-            raw = self.link.repair(self.link.client.hmget, P.LEASES, pending, key=P.LEASES)
-        raw = raw or []
+    def leases(self, pending, now: float, raw) -> dict:
+        """chunk -> (last heartbeat, worker) for this generation's well-formed leases, from
+        ``raw``: the values of ``pending`` in es:leases (``_look``; None: the hash was repaired)."""
         out = {}
-        for jid, value in zip(pending, raw):
+        for jid, value in zip(pending, raw or []):
             if value is None:
                 continue
             try:
