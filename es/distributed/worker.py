@@ -82,6 +82,9 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             said.add(key)
             log(msg)
 
+    def more() -> bool:      # another job to take (after this many)
+        return (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set())
+
     log(f"worker {wid.hex()} connected to {where(url)}")
     clock = ServerClock(link)
     if problems:       # started by a master, which waits for this before its first generation
@@ -91,7 +94,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
         except redis.ResponseError as exc:
             log(f"worker {wid.hex()}: could not say it is ready ({exc})")
     item = None    # a job taken with the last result (one round trip for both)
-    while (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set()):
+    while more():
         try:
             item = item or call(r.blpop, P.JOBS, timeout=1)
         except redis.ResponseError as exc:
@@ -151,8 +154,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
         finally:
             stop_lease()
         jobs_done += 1
-        more = (max_jobs is None or jobs_done < max_jobs) and not (stop is not None and stop.is_set())
-        item = _push(link, payload, jid, log, take_next=more)
+        item = _push(link, payload, jid, log, take_next=more())
     return 0
 
 
