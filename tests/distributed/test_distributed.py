@@ -24,12 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = subprocess_env()
 
 
-@pytest.fixture()
-def server():
-    with EmbeddedRedis() as s:
-        yield s
-
-
 def start_workers(url, n):
     return [subprocess.Popen([sys.executable, "-m", "es", "worker"], env={**ENV, "ES_REDIS_URL": url},
                              stderr=subprocess.PIPE, text=True) for _ in range(n)]

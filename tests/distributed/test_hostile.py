@@ -20,7 +20,6 @@ import redis
 import es
 from es.distributed import protocol as P
 from es.distributed.master import RedisEvaluator
-from es.distributed.server import EmbeddedRedis
 from es.distributed.worker import run_worker
 from es.evaluators import evaluate_members
 from es.parallel import EvaluationError, chunk_bounds
@@ -28,12 +27,6 @@ from es.training import make_problem_for
 
 CHUNKS = 8
 _REFERENCE: dict = {}
-
-
-@pytest.fixture()
-def server():
-    with EmbeddedRedis() as s:
-        yield s
 
 
 def small(**kw):

@@ -15,18 +15,11 @@ import es
 from es.checkpoint import load_checkpoint
 from es.distributed import protocol as P
 from es.distributed.master import MIN_WORKERS, RedisEvaluator
-from es.distributed.server import EmbeddedRedis
 from es.evaluators import evaluate_members
 from es.parallel import guided_bounds
 from es.training import make_problem_for
 from child_env import subprocess_env
 from test_hostile import CHUNKS, Cluster, assert_identical, small
-
-
-@pytest.fixture()
-def server():
-    with EmbeddedRedis() as s:
-        yield s
 
 
 def test_local_workers_of_the_master_are_ready_before_generation_0_and_need_no_probation(tmp_path):
