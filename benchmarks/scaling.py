@@ -84,18 +84,29 @@ def bare_steps_per_second(n: int, seconds: float, max_steps: int, root: str) -> 
 
 
 # ---------------------------------------------------------------- ES as a user runs it
+def train_command(how: str, n: int, policy: str, population: int, max_steps: int, generations: int,
+                  out: str, extra=()) -> list[str]:
+    """``python -m es train pong ...`` as a user runs it: ``how`` is joblib, redis or dask (with
+    one worker, all three are the in-process run)."""
+    cmd = [sys.executable, "-m", "es", "train", "pong", "--policy", policy, "--population", str(population),
+           "--max-steps", str(max_steps), "--generations", str(generations), "--workers", str(n),
+           "--eval-episodes", "1", "--out", out, "--no-progress", "--json", *extra]
+    if n > 1:
+        cmd += {"redis": ["--redis"], "dask": ["--dask", "local"]}.get(how, [])
+    return cmd
+
+
+def child_env(root: str) -> dict:
+    """The environment of an ES run of the checkout ``root``: its code first, one BLAS thread."""
+    return {**os.environ, "PYTHONPATH": pythonpath(root), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
 def es_run(how: str, n: int, policy: str, population: int, max_steps: int, generations: int, root: str,
            extra=()) -> dict:
     """``python -m es train pong ...``; the metrics of every generation and the wall time."""
     with tempfile.TemporaryDirectory(prefix="es-scaling-") as tmp:
-        cmd = [sys.executable, "-m", "es", "train", "pong", "--policy", policy, "--population", str(population),
-               "--max-steps", str(max_steps), "--generations", str(generations), "--workers", str(n),
-               "--eval-episodes", "1", "--out", f"{tmp}/run", "--no-progress", "--json", *extra]
-        if how == "redis" and n > 1:
-            cmd += ["--redis"]
-        elif how == "dask" and n > 1:
-            cmd += ["--dask", "local"]
-        env = {**os.environ, "PYTHONPATH": pythonpath(root), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        cmd = train_command(how, n, policy, population, max_steps, generations, f"{tmp}/run", extra)
+        env = child_env(root)
         t0 = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
         wall = time.perf_counter() - t0
@@ -207,41 +218,9 @@ def _pong(policy="dense", max_steps=500):
     return make_problem(es.config_for("pong", extra={"policy": policy}, max_steps=max_steps), True)
 
 
-def part_step_cpu(policies, sizes=(1, 2, 4, 8, 32), seconds=2.0):
-    """CPU microseconds per agent step in one process: bare games (a constant action) against
-    ES members of one chunk (noise, policy, games), by chunk size. What a worker computes
-    beyond the bare games, whatever the machine's load (CPU time, not wall time)."""
-    from pong.env import downsample_batch, stack_batch
-    from pong.games import PongGames
-    from es import seeding
-    from es.evaluators import evaluate_members
-    from es.optimizers import Adam
-    from es.strategy import OpenES
-    constant = lambda e, obs: np.zeros(len(e), np.int64)  # noqa: E731
-    for policy in policies:
-        problem = _pong(policy, max_steps=100)
-        task = OpenES(problem.initial_params(0), Adam(problem.num_params, 0.01), population=1024, sigma=0.05,
-                      seed=0).ask()
-        seeds = seeding.episode_seeds(0, 0, 1)
-        for size in sizes:
-            games = PongGames(size, downsample_batch, stack_batch)
-            games.play(constant, np.arange(size), max_steps=1)
-            evaluate_members(problem, task, np.arange(size), seeds)
-            out = {}
-            for name, go in (("bare", lambda k: games.play(constant, np.arange(size) + k, max_steps=100)[1]),
-                             ("es", lambda k: evaluate_members(problem, task, np.arange(size) + k % 512, seeds)[1])):
-                c0, steps, k = time.process_time(), 0, 0
-                while time.process_time() - c0 < seconds:
-                    steps, k = steps + int(np.sum(go(k))), k + size
-                out[name] = 1e6 * (time.process_time() - c0) / steps
-            emit({"kind": "part", "part": "step_cpu", "policy": policy, "chunk": size,
-                  "bare_us_per_step": round(out["bare"], 1), "es_us_per_step": round(out["es"], 1),
-                  "es_over_bare": round(out["es"] / out["bare"], 3)})
-        problem.close()
-
-
-def step_costs(policy, sizes=(1, 2, 4, 8, 16, 32), seconds=2.0) -> dict:
-    """chunk size -> CPU microseconds per agent step of ES members in one process (one BLAS thread)."""
+def _members(policy):
+    """Pong (100-step cap) and a generation's task to play members of, one episode each: the
+    ES side of the per-step costs; ``play(size)(k)`` plays members k..k+size, warmed once."""
     from es import seeding
     from es.evaluators import evaluate_members
     from es.optimizers import Adam
@@ -249,13 +228,46 @@ def step_costs(policy, sizes=(1, 2, 4, 8, 16, 32), seconds=2.0) -> dict:
     problem = _pong(policy, max_steps=100)
     task = OpenES(problem.initial_params(0), Adam(problem.num_params, 0.01), population=1024, sigma=0.05, seed=0).ask()
     seeds = seeding.episode_seeds(0, 0, 1)
-    out = {}
-    for size in sizes:
+
+    def play(size):
         evaluate_members(problem, task, np.arange(size), seeds)
-        c0, steps, k = time.process_time(), 0, 0
-        while time.process_time() - c0 < seconds:
-            steps, k = steps + int(evaluate_members(problem, task, np.arange(size) + k % 512, seeds)[1].sum()), k + size
-        out[size] = 1e6 * (time.process_time() - c0) / steps
+        return lambda k: evaluate_members(problem, task, np.arange(size) + k % 512, seeds)[1]
+    return problem, play
+
+
+def _cpu_us_per_step(go, size: int, seconds: float) -> float:
+    """CPU microseconds per agent step of ``go(k)`` (the steps of chunk k..k+size) over ``seconds`` of CPU."""
+    c0, steps, k = time.process_time(), 0, 0
+    while time.process_time() - c0 < seconds:
+        steps, k = steps + int(np.sum(go(k))), k + size
+    return 1e6 * (time.process_time() - c0) / steps
+
+
+def part_step_cpu(policies, sizes=(1, 2, 4, 8, 32), seconds=2.0):
+    """CPU microseconds per agent step in one process: bare games (a constant action) against
+    ES members of one chunk (noise, policy, games), by chunk size. What a worker computes
+    beyond the bare games, whatever the machine's load (CPU time, not wall time)."""
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    constant = lambda e, obs: np.zeros(len(e), np.int64)  # noqa: E731
+    for policy in policies:
+        problem, play = _members(policy)
+        for size in sizes:
+            games = PongGames(size, downsample_batch, stack_batch)
+            games.play(constant, np.arange(size), max_steps=1)
+            es = play(size)
+            bare = _cpu_us_per_step(lambda k: games.play(constant, np.arange(size) + k, max_steps=100)[1], size, seconds)
+            member = _cpu_us_per_step(es, size, seconds)
+            emit({"kind": "part", "part": "step_cpu", "policy": policy, "chunk": size,
+                  "bare_us_per_step": round(bare, 1), "es_us_per_step": round(member, 1),
+                  "es_over_bare": round(member / bare, 3)})
+        problem.close()
+
+
+def step_costs(policy, sizes=(1, 2, 4, 8, 16, 32), seconds=2.0) -> dict:
+    """chunk size -> CPU microseconds per agent step of ES members in one process (one BLAS thread)."""
+    problem, play = _members(policy)
+    out = {size: _cpu_us_per_step(play(size), size, seconds) for size in sizes}
     problem.close()
     return out
 
@@ -414,27 +426,16 @@ def part_latency(delays=(0.0, 2.0), chunk_counts=(8, 32), population=256, worker
 
 
 def _proc_cpu(root_pid: int, seen: dict) -> None:
-    """CPU seconds so far of ``root_pid`` and every process below it (Linux ``/proc``), into ``seen``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    stats = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                stat = Path(f"/proc/{d}/stat").read_text()
-                cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            stats[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, cmd)
-    below, todo = {root_pid}, [root_pid]
-    while todo:
-        parent = todo.pop()
-        for pid, (ppid, _, _) in stats.items():
-            if ppid == parent and pid not in below:
-                below.add(pid)
-                todo.append(pid)
-    for pid in below & stats.keys():
-        seen[pid] = stats[pid][1:]
+    """CPU seconds so far of ``root_pid`` and every process below it (Linux ``/proc``), with
+    their command lines, into ``seen``."""
+    from classroom.sandbox import process_table, process_tree
+    tick, table = os.sysconf("SC_CLK_TCK"), process_table()
+    for pid in process_tree(root_pid, table) & table.keys():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        seen[pid] = ((int(table[pid][11]) + int(table[pid][12])) / tick, cmd)   # utime + stime
 
 
 def part_cpu_share(worker_counts, evaluators=("joblib", "redis", "dask"), population=128, max_steps=500,
@@ -449,12 +450,9 @@ def part_cpu_share(worker_counts, evaluators=("joblib", "redis", "dask"), popula
     for n in worker_counts:
         for way in evaluators:
             with tempfile.TemporaryDirectory(prefix="es-scaling-") as tmp:
-                cmd = [sys.executable, "-m", "es", "train", "pong", "--policy", "dense", "--population",
-                       str(population), "--max-steps", str(max_steps), "--generations", str(warmup + generations),
-                       "--workers", str(n), "--eval-episodes", "1", "--out", f"{tmp}/run", "--no-progress", "--json"]
-                cmd += {"redis": ["--redis"], "dask": ["--dask", "local"]}.get(way, [])
-                env = {**os.environ, "PYTHONPATH": pythonpath(UNDER_TEST), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-                proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                cmd = train_command(way, n, "dense", population, max_steps, warmup + generations, f"{tmp}/run")
+                proc = subprocess.Popen(cmd, env=child_env(UNDER_TEST), cwd=tmp, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
                 metrics, base, seen, t0 = Path(f"{tmp}/run/metrics.jsonl"), None, {}, None
                 while proc.poll() is None:
                     _proc_cpu(proc.pid, seen)
