@@ -107,10 +107,10 @@ class DaskEvaluator(Evaluator):
         [shared] = self.client.scatter([record], broadcast=True, hash=False)   # one future for the whole record
         bounds = self.bounds(pop)
         # The center: played here while the workers play the members (with --chunks: by the last chunk).
-        here = not self.chunks and center_seeds is not None and len(center_seeds) > 0
+        has_center = center_seeds is not None and len(center_seeds) > 0
+        here = has_center and not self.chunks
         own = self._center_pool.submit(evaluate_center, self.problem, task, center_seeds) if here else None
-        with_center = [not here and i == len(bounds) - 1 and center_seeds is not None and len(center_seeds) > 0
-                       for i in range(len(bounds))]
+        with_center = [has_center and not here and i == len(bounds) - 1 for i in range(len(bounds))]
         # Submitted largest first (the center's chunk first): Dask runs earlier submissions first.
         futures = {self.client.submit(evaluate_chunk, shared, *bounds[i], with_center[i], pure=False, retries=2):
                    (*bounds[i], with_center[i]) for i in dispatch_order(bounds)}
