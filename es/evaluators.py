@@ -4,6 +4,7 @@ depends on where it was computed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,11 +19,25 @@ class GenerationResult:
     center_return: float       # mean return of the unperturbed center
     center_length: int
     info: dict = field(default_factory=dict)   # evaluator-specific facts for the log
+    obs: tuple | None = None   # per member (population, obs_dim) sums and squares of the states it visited
+                               # (es.obs_norm; the counts are ``lengths``), where the problem normalizes
 
 
-def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds=None):
+class Evaluation(NamedTuple):
+    """What ``evaluate_members`` found: per member, its mean return and its env steps; the
+    center's mean return (``None`` if not played) and steps; ``obs``: ``None``, or per member
+    the sum and the sum of squares of the states it visited, ``(members, obs_dim)`` each."""
+    returns: np.ndarray
+    lengths: np.ndarray
+    center_return: float | None
+    center_length: int
+    obs: tuple | None = None
+
+
+def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds=None) -> Evaluation:
     """Play ``len(seeds)`` episodes for each member id (and ``center_seeds`` for the center, in
-    the same batch). Returns member returns, member lengths, center return, center length."""
+    the same batch). A problem that normalizes observations (``task.obs_norm`` is set) plays
+    with the task's frozen statistics and reports the states each member visited."""
     members = np.asarray(members, dtype=np.int64)
     seeds = np.asarray(seeds, dtype=np.int64)
     params = task.member_params(members)
@@ -33,9 +48,17 @@ def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds
         params = np.vstack([params, task.center[None, :]])
         rows = np.r_[rows, np.full(len(center_seeds), len(members))]
         ep_seeds = np.r_[ep_seeds, np.asarray(center_seeds, dtype=np.int64)]
-    returns, lengths = problem.run_episodes(params, rows, ep_seeds)
+    obs = None
+    if task.obs_norm is None:
+        returns, lengths = problem.run_episodes(params, rows, ep_seeds)
+    else:
+        returns, lengths, totals, squares = problem.run_episodes(params, rows, ep_seeds, obs_norm=task.obs_norm)
     returns, lengths = np.asarray(returns, dtype=np.float64), np.asarray(lengths, dtype=np.int64)
     n = len(members) * e
+    if task.obs_norm is not None:   # each member's episodes, in seed order: the same sums wherever it is played
+        d = task.obs_norm.shape[1]
+        obs = tuple(np.asarray(x[:n], dtype=np.float64).reshape(len(members), e, d).sum(axis=1)
+                    for x in (totals, squares))
     if not np.all(np.isfinite(returns)):
         bad = int(np.flatnonzero(~np.isfinite(returns))[0])
         who = f"member {members[bad // e]}" if bad < n else "the center"
@@ -47,8 +70,8 @@ def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds
     else:   # only the center was asked for
         member_returns, member_lengths = np.zeros(0), np.zeros(0, dtype=np.int64)
     if n < len(returns):
-        return member_returns, member_lengths, float(returns[n:].mean()), int(lengths[n:].sum())
-    return member_returns, member_lengths, None, 0
+        return Evaluation(member_returns, member_lengths, float(returns[n:].mean()), int(lengths[n:].sum()), obs)
+    return Evaluation(member_returns, member_lengths, None, 0, obs)
 
 
 def evaluate_center(problem, task: GenerationTask, center_seeds) -> tuple[float | None, int]:
@@ -56,7 +79,7 @@ def evaluate_center(problem, task: GenerationTask, center_seeds) -> tuple[float 
     plays while its workers play the members."""
     if center_seeds is None or not len(center_seeds):
         return None, 0
-    return evaluate_members(problem, task, [], [], center_seeds)[2:]
+    return evaluate_members(problem, task, [], [], center_seeds)[2:4]
 
 
 class LocalEvaluator(Evaluator):
@@ -67,6 +90,6 @@ class LocalEvaluator(Evaluator):
         self.problem = problem
 
     def evaluate(self, task: GenerationTask, seeds, center_seeds) -> GenerationResult:
-        r, l, cr, cl = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
-        return GenerationResult(r, l, cr, cl)
+        r, l, cr, cl, obs = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
+        return GenerationResult(r, l, cr, cl, obs=obs)
 

@@ -32,6 +32,10 @@ class Problem(Protocol):
                                       # worker (CartPole's batch); else chunks shrink towards the end of a
                                       # generation (es.parallel.guided_bounds), so workers finish together
     episode_cap: int | None = None    # most env steps one episode can take (None: no bound known)
+    obs_dim: int = 0                  # > 0: the policy sees normalized observations (es.obs_norm):
+                                      # run_episodes(..., obs_norm=(2, obs_dim) mean and std) also returns
+                                      # each episode's state sums and squares, and play() uses ``obs_norm``
+    obs_norm: np.ndarray | None = None   # the frozen (mean, std) that play() uses, where obs_dim > 0
 
     @property
     def num_params(self) -> int: ...
@@ -39,6 +43,11 @@ class Problem(Protocol):
     def initial_params(self, seed: int) -> np.ndarray: ...
     def run_episodes(self, params: np.ndarray, rows, seeds) -> tuple[np.ndarray, np.ndarray]: ...
     def play(self, params: np.ndarray, seeds) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def score(self, fitness: float, steps: float) -> float:
+        """The environment's own return of an episode whose training fitness was ``fitness`` in
+        ``steps`` steps: the same, unless the problem trains on a shifted return (locomotion)."""
+        return fitness
 
     def warm_up(self, episodes: int) -> None:
         """Build now what playing ``episodes`` episodes at once would build on first use

@@ -62,7 +62,8 @@ def _problem(key: str | None, problem):
 
 def evaluate_chunk(key, problem, fields: dict, center, start: int, stop: int, seeds, center_seeds):
     """Worker side: members ``[start, stop)`` (and the center if ``center_seeds``); returns
-    returns, lengths, center return, center length and the seconds it took."""
+    returns, lengths, center return, center length, the members' observation statistics (or
+    None) and the seconds it took."""
     t0 = time.perf_counter()
     problem = _problem(key, problem)
     task = GenerationTask(center=np.asarray(center, dtype=np.float32), **fields)
@@ -78,6 +79,12 @@ def evaluate_chunk(key, problem, fields: dict, center, start: int, stop: int, se
                                       f"seeds {list(map(int, seeds))}) failed: {one.__class__.__name__}: {one}") from None
         raise EvaluationError(f"generation {task.generation} (run seed {task.seed}) failed: "
                               f"{exc.__class__.__name__}: {exc}") from None
+
+
+def _put_obs(obs, a: int, b: int, part) -> None:
+    """Members ``[a, b)``'s observation statistics into the generation's (no-op without them)."""
+    if obs is not None:
+        obs[0][a:b], obs[1][a:b] = part
 
 
 def chunk_bounds(population: int, chunks: int, align: int = 32) -> list[tuple[int, int]]:
@@ -234,10 +241,10 @@ class ParallelEvaluator(Evaluator):
             if not self._timing["local"]:      # this process's environments are built outside the clock
                 self.problem.warm_up(task.population * len(seeds) + n_center)
             t0 = time.perf_counter()
-            r, l, cr, cl = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
+            r, l, cr, cl, obs = evaluate_members(self.problem, task, np.arange(task.population), seeds, center_seeds)
         else:
             t0 = time.perf_counter()
-            r, l, cr, cl, busy = self._dispatch(task, seeds, center_seeds, bounds)
+            r, l, cr, cl, obs, busy = self._dispatch(task, seeds, center_seeds, bounds)
         seconds = time.perf_counter() - t0
         work = max(int(l.sum()) + cl, task.population)   # env steps, or members for function problems
         self._timing[how].append(seconds / work)
@@ -249,7 +256,7 @@ class ParallelEvaluator(Evaluator):
         info = {"evaluated": how}
         if how == "parallel":
             info.update(chunks=len(bounds), worker_busy=round(busy / (seconds * self.workers), 3))
-        return GenerationResult(r, l, cr, cl, info)
+        return GenerationResult(r, l, cr, cl, info, obs)
 
     def _hand_over(self, task: GenerationTask, seeds, center_seeds) -> GenerationResult:
         """The workers are still starting: members are played here a slice at a time until they
@@ -264,11 +271,13 @@ class ParallelEvaluator(Evaluator):
         if not self._timing["local"]:      # this process's environments are built outside the clock
             self.problem.warm_up(step * e)
         returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
+        obs = None if task.obs_norm is None else tuple(np.zeros((n, task.obs_norm.shape[1])) for _ in range(2))
         a, seconds, timed = 0, 0.0, bool(self._timing["local"])
         while a < n and (not self._warm.done() or not (timed or a)):
             b = min(n, a + step)
             t0 = time.perf_counter()
-            returns[a:b], lengths[a:b], _, _ = evaluate_members(self.problem, task, np.arange(a, b), seeds)
+            returns[a:b], lengths[a:b], _, _, part = evaluate_members(self.problem, task, np.arange(a, b), seeds)
+            _put_obs(obs, a, b, part)
             seconds += time.perf_counter() - t0
             a = b
         if a:
@@ -278,14 +287,15 @@ class ParallelEvaluator(Evaluator):
             self._warm.result()            # a worker that cannot build the problem: say so here
             rest = [(a + x, a + y) for x, y in self.bounds(n - a)]
             t0 = time.perf_counter()
-            returns[a:], lengths[a:], cr, cl, busy = self._dispatch(task, seeds, center_seeds, rest)
+            returns[a:], lengths[a:], cr, cl, part, busy = self._dispatch(task, seeds, center_seeds, rest)
+            _put_obs(obs, a, n, part)
             info.update(chunks=len(rest), worker_busy=round(busy / ((time.perf_counter() - t0) * self.workers), 3))
         else:
             cr, cl = evaluate_center(self.problem, task, center_seeds)
         self._generations += 1
         if self._timing["local"] and self._timing["parallel"]:
             self._decide()
-        return GenerationResult(returns, lengths, cr, cl, info)
+        return GenerationResult(returns, lengths, cr, cl, info, obs)
 
     def _decide(self):
         """Take the faster way per env step (the best of each way's last few generations: a
@@ -317,7 +327,8 @@ class ParallelEvaluator(Evaluator):
         one worker playing the center's episodes besides its share was the generation's
         straggler (at population 128 on 16 workers: 9 episodes' time where 8 were due)."""
         fields = {"seed": task.seed, "generation": task.generation, "sigma": task.sigma,
-                  "antithetic": task.antithetic, "population": task.population, "noise": task.noise}
+                  "antithetic": task.antithetic, "population": task.population, "noise": task.noise,
+                  "obs_norm": task.obs_norm}
         seeds = [int(s) for s in seeds]
         problem = None if self._key is not None else self.problem
         # One job at a time runs in this process (joblib's sequential backend), maybe on this very
@@ -337,7 +348,9 @@ class ParallelEvaluator(Evaluator):
         self._last_parallel = time.monotonic()     # loky's idle clock starts again
         returns = np.concatenate([out[i][0] for i in range(len(bounds))])
         lengths = np.concatenate([out[i][1] for i in range(len(bounds))])
-        return returns, lengths, cr, cl, sum(o[4] for o in out.values())
+        obs = None if task.obs_norm is None else \
+            tuple(np.concatenate([out[i][4][k] for i in range(len(bounds))]) for k in (0, 1))
+        return returns, lengths, cr, cl, obs, sum(o[5] for o in out.values())
 
     def close(self):
         if self._warm is not None:

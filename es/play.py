@@ -11,6 +11,7 @@ from PIL import Image
 from .checkpoint import load_checkpoint
 from .envs import make_problem
 from .errors import ESError
+from .obs_norm import ObsStats, mean_std
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,14 @@ def load_agent(path):
     problem = make_problem(spec)
     if problem.num_params != center.size:
         raise ESError(f"checkpoint {path} has {center.size} parameters but its policy needs {problem.num_params}")
+    if problem.obs_dim:      # the policy sees observations normalized by the run's statistics
+        try:
+            stats = ObsStats.from_array(meta["obs_stats"])
+            if stats.total.size != problem.obs_dim:
+                raise ValueError(f"{stats.total.size} observation variables, the problem has {problem.obs_dim}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ESError(f"checkpoint {path} lacks valid observation statistics ({exc})") from None
+        problem.obs_norm = np.stack(mean_std(stats))
     return problem, center, meta
 
 

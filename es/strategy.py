@@ -32,6 +32,7 @@ class GenerationTask:
     population: int
     center: np.ndarray  # float32, (dim,)
     noise: str = "seeds"   # es.noise scheme: "seeds" or "table"
+    obs_norm: np.ndarray | None = None   # (2, obs_dim) float64: the frozen mean and std (es.obs_norm), or None
 
     def member_params(self, members) -> np.ndarray:
         """Parameters of the given member ids, ``(len(members), dim)`` float32."""

@@ -8,14 +8,14 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from . import envs, seeding
+from . import envs, obs_norm, seeding
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import ESConfig
 from .errors import ESError
@@ -120,6 +120,9 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     problem = problem if problem is not None else make_problem_for(config)
     strategy, optimizer = make_strategy(config, _initial_center(config, problem, resume), problem.num_params)
     state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}
+    # The states the members visited (a problem that normalizes observations): frozen within a
+    # generation, merged after it in member order, so the same for any evaluator (es.obs_norm).
+    stats = obs_norm.ObsStats.empty(problem.obs_dim) if problem.obs_dim else None
     metrics: list[dict] = []
     if run_dir is not None and resume:
         center, meta, opt_state = load_checkpoint(run_dir / "checkpoint.npz")
@@ -128,6 +131,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         strategy.center, strategy.generation = center, int(meta["generation"])
         optimizer.load_state_dict(opt_state)
         state.update({k: meta[k] for k in state})
+        if stats is not None:
+            stats = obs_norm.ObsStats.from_array(meta["obs_stats"])
         if state["finished"] == "generations":
             state["finished"] = None  # a generation limit is not an end: --generations may have grown
         done = strategy.generation + (1 if state["finished"] == "goal" else 0)
@@ -151,13 +156,20 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             t0 = time.perf_counter()
             g = strategy.generation
             task = strategy.ask()
+            if stats is not None:
+                task = replace(task, obs_norm=np.stack(obs_norm.mean_std(stats)))
             seeds = seeding.episode_seeds(config.seed, g, n_seeds)
             res = evaluator.evaluate(task, seeds[:config.episodes_per_member], seeds[:config.center_episodes])
-            hit = config.reward_goal is not None and res.center_return >= config.reward_goal
+            if stats is not None:
+                stats = obs_norm.merge(stats, obs_norm.from_members(res.lengths, *res.obs))
+            # The center's score: the environment's own return (a shifted training fitness shifted back).
+            score = problem.score(res.center_return, res.center_length / config.center_episodes)
+            hit = config.reward_goal is not None and score >= config.reward_goal
             if hit and evaluator.untrusted:
                 # A return reported over the network stops the run only if this process agrees.
                 res.center_return = evaluator.verify_center(seeds[:config.center_episodes], res.center_return)
-                hit = res.center_return >= config.reward_goal
+                score = problem.score(res.center_return, res.center_length / config.center_episodes)
+                hit = score >= config.reward_goal
             state["streak"] = state["streak"] + 1 if hit else 0
             info = {"grad_norm": None, "update_ratio": None}
             if state["streak"] >= config.consecutive_goal_stopping:
@@ -167,18 +179,20 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                 info = strategy.tell(res.returns)
             gen_steps = int(res.lengths.sum()) + int(res.center_length)
             state["env_steps"] += gen_steps
-            row = {"generation": g, "center_return": res.center_return,
+            row = {"generation": g, "center_return": score,
                    "pop_mean": float(res.returns.mean()), "pop_max": float(res.returns.max()),
                    "pop_min": float(res.returns.min()), "pop_std": float(res.returns.std()),
                    "center_rank": _center_rank(res.center_return, res.returns), **info, **res.info,
                    "env_steps": state["env_steps"], "gen_env_steps": gen_steps}
+            if score != res.center_return:   # what the members' returns compare with (pop_*, center_rank)
+                row["center_fitness"] = res.center_return
             if config.record_returns:   # what tell() was given: with the seed, it replays the run (pong.student)
                 row["returns"] = [float(r) for r in res.returns]
             if state["finished"] is None and strategy.generation >= config.generations:
                 state["finished"] = "generations"
             if run_dir is not None:
                 _append_metrics(run_dir / "metrics.jsonl", row, t0, state)
-                _save(run_dir, strategy, optimizer, config, problem, state, t0)
+                _save(run_dir, strategy, optimizer, config, problem, state, t0, stats)
             else:
                 state["train_seconds"] += time.perf_counter() - t0
             row["seconds"] = time.perf_counter() - t0
@@ -186,7 +200,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             metrics.append(row)
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix_str(f"center {res.center_return:.1f} | pop {row['pop_mean']:.1f}/{row['pop_max']:.1f}"
+                bar.set_postfix_str(f"center {score:.1f} | pop {row['pop_mean']:.1f}/{row['pop_max']:.1f}"
                                     f" | {gen_steps / max(row['seconds'], 1e-9):,.0f} steps/s", refresh=False)
             if on_generation is not None:
                 on_generation(row)
@@ -203,6 +217,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                "train_seconds": state["train_seconds"], "startup_seconds": startup,
                "env_steps": state["env_steps"],
                "num_params": problem.num_params, "workers": config.workers}
+    if stats is not None:      # the statistics the next generation would have used go with the center
+        problem.obs_norm = np.stack(obs_norm.mean_std(stats))
     if final_eval:
         eval_seeds = np.arange(config.eval_seed, config.eval_seed + config.eval_episodes)
         returns, _ = problem.play(strategy.center, eval_seeds)
@@ -219,11 +235,13 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     return TrainResult(strategy.center, summary, metrics, run_dir)
 
 
-def _save(run_dir, strategy, optimizer, config, problem, state, t0):
+def _save(run_dir, strategy, optimizer, config, problem, state, t0, stats=None):
     # The time of this generation counts up to and including its checkpoint.
     state["train_seconds"] += time.perf_counter() - t0
     meta = {"generation": strategy.generation, "num_params": problem.num_params, "problem": problem.spec(),
             "config": config.to_dict(), **state}
+    if stats is not None:     # JSON floats round-trip exactly: a resumed run goes on bit-identical
+        meta["obs_stats"] = stats.to_array().tolist()
     save_checkpoint(run_dir / "checkpoint.npz", strategy.center, meta, optimizer.state_dict())
 
 

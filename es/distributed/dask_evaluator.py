@@ -31,10 +31,10 @@ def evaluate_chunk(record: dict, first: int, end: int, with_center: bool) -> byt
     """Worker side: members ``[first, end)`` of the task ``record`` (and the center)."""
     task, spec, seeds, center_seeds, meta = P.decode_task(record)
     problem = _problem(json.dumps(spec, sort_keys=True), None)      # and one BLAS thread from then on
-    r, lengths, cr, cl = evaluate_members(problem, task, np.arange(first, end), seeds,
-                                          center_seeds if with_center else None)
+    r, lengths, cr, cl, obs = evaluate_members(problem, task, np.arange(first, end), seeds,
+                                               center_seeds if with_center else None)
     return P.encode_result(_WORKER_ID, meta["run"], meta["nonce"], meta["digest"], task.generation, first, r, lengths,
-                           (cr, cl) if with_center else None)
+                           (cr, cl) if with_center else None, obs)
 
 
 def warm_worker(spec_json: str, episodes: int) -> int:
@@ -115,6 +115,8 @@ class DaskEvaluator(Evaluator):
         futures = {self.client.submit(evaluate_chunk, shared, *bounds[i], with_center[i], pure=False, retries=2):
                    (*bounds[i], with_center[i]) for i in dispatch_order(bounds)}
         returns, lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
+        d = 0 if task.obs_norm is None else task.obs_norm.shape[1]
+        obs = tuple(np.zeros((pop, d)) for _ in range(2)) if d else None
         center = (None, 0)
         caps = (min(2 ** 32 - 1, cap * len(seeds)),
                 min(2 ** 32 - 1, cap * (len(center_seeds) if center_seeds is not None else 0)))
@@ -127,13 +129,15 @@ class DaskEvaluator(Evaluator):
                     raise ESError(f"dask: members {a}..{b - 1} of generation {g} failed: "
                                   f"{exc.__class__.__name__}: {exc}") from None
                 try:
-                    res = P.decode_result(raw, caps[0], caps[1])
+                    res = P.decode_result(raw, caps[0], caps[1], obs_dim=d)
                     if (res["run"], res["nonce"], res["digest"], res["generation"], res["first"], res["count"],
                             res["center"] is not None) != (self.run, nonce, digest, g, a, b - a, c):
                         raise P.BadPayload("it does not match its task")
                 except P.BadPayload as exc:
                     raise ESError(f"dask: a bad result for members {a}..{b - 1} of generation {g}: {exc}") from None
                 returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
+                if obs is not None:
+                    obs[0][a:b], obs[1][a:b] = res["obs"]
                 if c:
                     center = res["center"]
         finally:
@@ -142,7 +146,7 @@ class DaskEvaluator(Evaluator):
             shared.release()
             if own is not None:
                 center = own.result()
-        return GenerationResult(returns, lengths, center[0], center[1], {"chunks": len(bounds)})
+        return GenerationResult(returns, lengths, center[0], center[1], {"chunks": len(bounds)}, obs)
 
     def close(self):
         self._center_pool.shutdown(wait=True)

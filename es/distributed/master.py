@@ -126,6 +126,8 @@ class RedisEvaluator(Evaluator):
         bd.open(task, seeds, center_seeds, cap, bounds, dispatch_order(bounds), center_here=here)
         self._published = time.monotonic()   # every chunk of the generation is queued at once
         self._returns, self._lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
+        self._obs_dim = 0 if task.obs_norm is None else task.obs_norm.shape[1]
+        self._obs = None if task.obs_norm is None else tuple(np.zeros((pop, self._obs_dim)) for _ in range(2))
         self._done, self._center = {}, None   # chunk id -> worker; (return, length, worker)
         center = self.verify.submit_center() if here else None
         self._held, self._wanted, self._own = {}, {}, {}   # chunk id -> [(worker, result)]; -> time; -> future
@@ -169,7 +171,7 @@ class RedisEvaluator(Evaluator):
         self.counts, self.link.repairs = dict.fromkeys(COUNTS, 0), 0
         self._task, c = task, self._center
         self._center_reporter = c[2] if c and c[2] != "master" else None
-        return GenerationResult(self._returns, self._lengths, c[0] if c else None, c[1] if c else 0, info)
+        return GenerationResult(self._returns, self._lengths, c[0] if c else None, c[1] if c else 0, info, self._obs)
 
     def _pop_results(self, timeout: float) -> list:
         """The results waiting (up to ``DRAIN``, one round trip), or after up to ``timeout`` s the first to come."""
@@ -189,7 +191,7 @@ class RedisEvaluator(Evaluator):
         """Judge one payload from the result list; True if it completed a chunk."""
         bd, g = self.board, self.board.task.generation
         try:
-            res = P.decode_result(raw, *self._caps)
+            res = P.decode_result(raw, *self._caps, obs_dim=self._obs_dim)
         except P.BadPayload as exc:
             self._drop(str(exc))
             h, chunk = exc.header, bd.chunk_of.get(exc.header["first"]) if exc.header else None
@@ -346,10 +348,12 @@ class RedisEvaluator(Evaluator):
         """The values used for a finished chunk, as a result."""
         center = self._center[:2] if jid == self.board.center_chunk and self._center else None
         return {"returns": self._returns[a:b], "lengths": self._lengths[a:b], "center": center,
-                "worker": self._done[jid]}
+                "obs": None if self._obs is None else (self._obs[0][a:b], self._obs[1][a:b]), "worker": self._done[jid]}
 
     def _accept(self, res, a, b, jid) -> bool:
         self._returns[a:b], self._lengths[a:b] = res["returns"], res["lengths"]
+        if self._obs is not None:
+            self._obs[0][a:b], self._obs[1][a:b] = res["obs"]
         if res["center"] is not None:
             self._center = (*res["center"], res["worker"])
         self._done[jid] = res["worker"]

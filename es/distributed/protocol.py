@@ -5,7 +5,9 @@ the master or a worker reads is validated before use (``BadPayload`` says why).
 ``es:task``    hash    the generation (``encode_task``), written in one MULTI/EXEC: ``run``
                        (new per master process), ``nonce`` (new per generation),
                        hyper-parameters, ``center`` (raw float32 bytes, with ``sha256``),
-                       ``problem`` (JSON spec), episode ``seeds``, ``max_length``, ...
+                       ``problem`` (JSON spec), episode ``seeds``, ``max_length``,
+                       ``obs_norm`` (raw float64 mean and std, empty where the problem does
+                       not normalize observations: es.obs_norm), ...
 ``es:jobs``    list    JSON ``{"r": run, "n": nonce, "g": gen, "a": first, "b": end, "c": 0|1}``
                        (``c``: this chunk also plays the center; none does where the master
                        plays it), popped from the front, the largest chunk first
@@ -21,8 +23,9 @@ finite and bounded. Anything carrying another run id or nonce is stale and dropp
 
 Result (little-endian; 50 bytes of header + 12 per member): ``b"ESR2" | kind u8 (0 returns,
 1 error) | run 8B | nonce 8B | task digest 8B | generation u32 | first u32 | count u32 |
-has_center u8 | worker id 8B | returns f64[count] | lengths u32[count] | [center f64, u32]``;
-an error carries a UTF-8 message instead. ``task_digest`` names the task record evaluated,
+has_center u8 | worker id 8B | returns f64[count] | lengths u32[count] | [center f64, u32] |
+[sums f64[count, d] | squares f64[count, d]]``, the last part (the states each member visited,
+``d`` observation variables) exactly where the task has ``obs_norm``; an error carries a UTF-8 message instead. ``task_digest`` names the task record evaluated,
 so results computed from an altered record are dropped.
 """
 from __future__ import annotations
@@ -37,12 +40,13 @@ import numpy as np
 from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK, ready_field  # noqa: F401 -- the protocol's keys
 MAGIC = b"ESR2"
 HEADER = struct.Struct("<4sB8s8s8sIIIB8s")
-MAX_RESULT_BYTES = 1 << 20
+MAX_RESULT_BYTES = 1 << 23     # a chunk of 180 Humanoid members with their observation statistics is 1 MB
 MAX_CENTER_BYTES = 1 << 30
 MAX_POPULATION = 1 << 24
 MAX_SEEDS = 10_000
 MAX_MESSAGE = 4000
 MAX_RETURN = 1e30      # |return| above this is a lie or a broken environment: the update would not stay finite
+MAX_OBS_DIM = 4096     # observation variables of a normalized problem
 MAX_LEASE = 256        # bytes of one lease's JSON
 
 
@@ -116,11 +120,12 @@ def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonc
             "dtype": json.dumps("<f4"), "sha256": hashlib.sha256(raw).hexdigest(),
             "problem": json.dumps(problem_spec, sort_keys=True), "seeds": json.dumps([int(s) for s in seeds]),
             "center_seeds": json.dumps([int(s) for s in (center_seeds if center_seeds is not None else [])]),
-            "max_length": str(int(max_length)), "lease_seconds": repr(float(lease_seconds))}
+            "max_length": str(int(max_length)), "lease_seconds": repr(float(lease_seconds)),
+            "obs_norm": b"" if task.obs_norm is None else np.ascontiguousarray(task.obs_norm, dtype="<f8").tobytes()}
 
 
 DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "sha256", "shape", "dtype",
-                 "problem", "seeds", "center_seeds", "max_length")
+                 "problem", "seeds", "center_seeds", "max_length", "obs_norm")
 
 
 def task_digest(record: dict) -> str:
@@ -174,8 +179,23 @@ def decode_task(record: dict):
         raise BadPayload("center has non-finite values")
     validate_spec(spec := loads(rec["problem"], 1 << 16, depth=64))
     task = GenerationTask(seed=seed, generation=generation, sigma=sigma, antithetic=_text(rec["antithetic"]) == "1",
-                          population=population, center=center, noise=_text(rec["noise"]))
+                          population=population, center=center, noise=_text(rec["noise"]),
+                          obs_norm=_obs_norm(rec["obs_norm"]))
     return task, spec, _seed_list(rec["seeds"], "seeds"), _seed_list(rec["center_seeds"], "center_seeds"), meta
+
+
+def _obs_norm(raw):
+    """The task's frozen observation mean and std, ``(2, d)`` float64, or None (empty bytes)."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise BadPayload("obs_norm must be raw bytes")
+    if not raw:
+        return None
+    if len(raw) % 16 or not 0 < len(raw) // 16 <= MAX_OBS_DIM:
+        raise BadPayload(f"obs_norm has {len(raw)} bytes: not a mean and a std of at most {MAX_OBS_DIM} values")
+    out = np.frombuffer(raw, dtype="<f8").astype(np.float64).reshape(2, -1)
+    if not (np.all(np.isfinite(out)) and np.all(out[1] > 0)):
+        raise BadPayload("obs_norm must be finite with a positive std")
+    return out
 
 
 # What a worker agrees to build from a task record: nothing is imported by name, sizes are bounded.
@@ -239,13 +259,16 @@ def job_id(job: dict) -> str:
 
 # ---- results ----
 def encode_result(worker: bytes, run: str, nonce: str, digest: str, generation: int, first: int, returns, lengths,
-                  center=None) -> bytes:
+                  center=None, obs=None) -> bytes:
+    """``obs``: the members' observation sums and squares (``(count, d)`` each) where the task normalizes."""
     returns = np.asarray(returns, dtype="<f8")
     lengths = np.asarray(lengths, dtype="<u4")
     out = HEADER.pack(MAGIC, 0, bytes.fromhex(run), bytes.fromhex(nonce), bytes.fromhex(digest), generation, first,
                       len(returns), center is not None, worker) + returns.tobytes() + lengths.tobytes()
     if center is not None:
         out += struct.pack("<dI", float(center[0]), int(center[1]))
+    if obs is not None:
+        out += b"".join(np.ascontiguousarray(x, dtype="<f8").tobytes() for x in obs)
     return out
 
 
@@ -255,9 +278,10 @@ def encode_error(worker: bytes, run: str, nonce: str, digest: str, generation: i
                        count, 0, worker) + message.encode()[:MAX_MESSAGE]
 
 
-def decode_result(raw, max_length: int | None = None, max_center_length: int | None = None) -> dict:
+def decode_result(raw, max_length: int | None = None, max_center_length: int | None = None, obs_dim: int = 0) -> dict:
     """Parse and check a result payload; ``BadPayload`` says what is wrong. ``max_length``
-    bounds each member's env steps, ``max_center_length`` the center's."""
+    bounds each member's env steps, ``max_center_length`` the center's; ``obs_dim``: the task's
+    observation variables where it normalizes them (each member then reports their statistics)."""
     if not isinstance(raw, (bytes, bytearray)):
         raise BadPayload(f"result is {type(raw).__name__}, not bytes")
     if len(raw) > MAX_RESULT_BYTES:
@@ -280,14 +304,15 @@ def decode_result(raw, max_length: int | None = None, max_center_length: int | N
     if kind != 0:
         raise BadPayload(f"unknown result kind {kind}")
     try:
-        return _body(out, body, count, has_center, max_length, max_center_length)
+        return _body(out, body, count, has_center, max_length, max_center_length, obs_dim)
     except BadPayload as exc:
         exc.header = out
         raise
 
 
-def _body(out, body, count, has_center, max_length, max_center_length) -> dict:
-    need, who = 12 * count + (12 if has_center else 0), f"from worker {out['worker']}"
+def _body(out, body, count, has_center, max_length, max_center_length, obs_dim=0) -> dict:
+    scalars = 12 * count + (12 if has_center else 0)
+    need, who = scalars + 16 * count * obs_dim, f"from worker {out['worker']}"
     if len(body) != need:
         raise BadPayload(f"result for {count} members has {len(body)} bytes of data, expected {need}")
     returns = np.frombuffer(body, dtype="<f8", count=count).astype(np.float64)
@@ -301,5 +326,11 @@ def _body(out, body, count, has_center, max_length, max_center_length) -> dict:
         raise BadPayload(f"episode length {lengths.max()} {who} exceeds the cap {max_length}")
     if has_center and max_center_length is not None and cl > max_center_length:
         raise BadPayload(f"center length {cl} {who} exceeds the cap {max_center_length}")
-    out.update(returns=returns, lengths=lengths, center=(float(cr), int(cl)) if has_center else None)
+    out.update(returns=returns, lengths=lengths, center=(float(cr), int(cl)) if has_center else None, obs=None)
+    if obs_dim:
+        sums, squares = np.frombuffer(body, dtype="<f8", offset=scalars).astype(np.float64).reshape(2, count, obs_dim)
+        if not (np.all(np.isfinite(sums)) and np.all(np.isfinite(squares)) and np.all(squares >= 0)
+                and np.abs(sums).max(initial=0) <= MAX_RETURN and squares.max(initial=0) <= MAX_RETURN):
+            raise BadPayload(f"observation statistics {who} are non-finite, negative squares or over {MAX_RETURN:g}")
+        out["obs"] = (sums, squares)
     return out

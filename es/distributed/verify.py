@@ -32,6 +32,11 @@ from ..errors import ESError
 from ..evaluators import evaluate_center, evaluate_members
 
 
+def _obs_row(obs, i: int) -> bytes:
+    """Member ``i``'s observation sums and squares as bytes (compared bit for bit); b"" without."""
+    return b"" if obs is None else obs[0][i].tobytes() + obs[1][i].tobytes()
+
+
 class Verifier:
     def __init__(self, problem, spot_checks: int | None, probation: int, log, trusted=()):
         self.problem, self.spot_checks, self.probation, self.log = problem, spot_checks, int(probation), log
@@ -64,14 +69,15 @@ class Verifier:
         return (w for w, n in self.passed.items() if n >= self.probation and w not in self.banned)
 
     def _spot_check(self, task, seeds, bounds, k) -> dict:
-        """member -> (return, length) measured here, for ``k`` members in distinct chunks."""
+        """member -> (return, length, observation statistics) measured here, for ``k`` members in
+        distinct chunks."""
         if k <= 0:
             return {}
         t0 = time.perf_counter()
         members = sorted(int(self._rng.integers(*bounds[i])) for i in self._rng.choice(len(bounds), k, replace=False))
-        r, l, _, _ = evaluate_members(self.problem, task, members, seeds)
+        r, l, _, _, obs = evaluate_members(self.problem, task, members, seeds)
         self.spot_seconds = time.perf_counter() - t0
-        return {m: (float(r[i]), int(l[i])) for i, m in enumerate(members)}
+        return {m: (float(r[i]), int(l[i]), _obs_row(obs, i)) for i, m in enumerate(members)}
 
     def checks(self) -> dict:
         """The spot checks of this generation; replayed now if none ran yet (a result of an id
@@ -109,11 +115,11 @@ class Verifier:
 
     def _evaluate(self, task, seeds, center_seeds, a, b) -> dict:
         t0 = time.perf_counter()
-        r, l, cr, cl = evaluate_members(self.problem, task, range(a, b), seeds, center_seeds)
+        r, l, cr, cl, obs = evaluate_members(self.problem, task, range(a, b), seeds, center_seeds)
         if task is self.task:
             self.seconds += time.perf_counter() - t0
         return {"returns": r, "lengths": l, "center": (cr, cl) if center_seeds is not None else None,
-                "worker": "master", "generation": task.generation}
+                "obs": obs, "worker": "master", "generation": task.generation}
 
     def checked(self) -> int:
         """How many members were spot-checked this generation (none is replayed to count them)."""
@@ -124,14 +130,17 @@ class Verifier:
         The master's own workers' results are not spot-checked (see the module's docstring)."""
         if own is None and res.get("worker") in self.own:
             return None
-        checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a])) for m in range(a, b)} if own else \
-            {m: v for m, v in self.checks().items() if a <= m < b}
-        for m, (want_r, want_l) in checks.items():
+        checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a]), _obs_row(own.get("obs"), m - a))
+                  for m in range(a, b)} if own else {m: v for m, v in self.checks().items() if a <= m < b}
+        for m, (want_r, want_l, want_obs) in checks.items():
             got_r, got_l = float(res["returns"][m - a]), int(res["lengths"][m - a])
+            by = "the master" if own is None or own["worker"] == "master" else f"trusted worker {own['worker']}"
             if got_r != want_r or got_l != want_l:
-                by = "the master" if own is None or own["worker"] == "master" else f"trusted worker {own['worker']}"
                 return (f"member {m} of generation {self.task.generation} returned {got_r!r} in {got_l} steps, "
                         f"{by} measured {want_r!r} in {want_l}")
+            if _obs_row(res.get("obs"), m - a) != want_obs:
+                return (f"member {m} of generation {self.task.generation} reported observation statistics that "
+                        f"differ from what {by} measured")
         if own and own["center"] != res["center"]:
             return f"the center returned {res['center']}, a trusted evaluation measured {own['center']}"
         return None

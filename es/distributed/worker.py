@@ -145,7 +145,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             if tamper is not None:
                 returns, lengths, center = tamper(job, returns, lengths, center)
             payload = P.encode_result(wid, job["r"], job["n"], meta["digest"], job["g"], job["a"], returns, lengths,
-                                      center)
+                                      center, out.obs)
         except Exception as exc:   # tell the master instead of letting the chunk expire or exiting
             what = "problem" if key not in problems else "evaluation"
             payload = P.encode_error(wid, job["r"], job["n"], meta["digest"], job["g"], job["a"], job["b"] - job["a"],

@@ -254,7 +254,7 @@ def test_while_the_workers_start_this_process_plays_members_then_hands_them_the_
     assert first.info["here"] % 2 == 0                       # whole antithetic pairs
     assert len(ev._timing["local"]) == 1 and len(ev._timing["parallel"]) == 1
     assert second.info["evaluated"] == "parallel", second.info
-    r, l, cr, cl = evaluate_members(problem, task, np.arange(256), [0], [1])
+    r, l, cr, cl, _ = evaluate_members(problem, task, np.arange(256), [0], [1])
     for res in (first, second):
         assert np.array_equal(res.returns, r) and np.array_equal(res.lengths, l)
         assert (res.center_return, res.center_length) == (cr, cl)

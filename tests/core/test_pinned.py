@@ -49,7 +49,7 @@ def test_a_pong_chunk_of_generation_0():
     p = pong.PongProblem(max_steps=400, num_envs=5)
     task = OpenES(p.initial_params(7), Adam(p.num_params, 0.01), population=8, sigma=0.1, seed=7).ask()
     seeds = seeding.episode_seeds(7, 0, 2)
-    r, lengths, cr, cl = evaluate_members(p, task, np.arange(8), seeds, seeds[:1])
+    r, lengths, cr, cl, _ = evaluate_members(p, task, np.arange(8), seeds, seeds[:1])
     p.close()
     assert r.tolist() == [-9.0, -10.0, -7.0, -10.0, -10.0, -8.0, -10.0, -10.0]
     assert lengths.tolist() == [800] * 8 and (cr, cl) == (-10.0, 400)

@@ -61,7 +61,7 @@ def test_a_new_id_is_settled_by_a_trusted_peer_while_the_master_evaluates_nothin
     def attack(rec):
         task, _, seeds, _, _ = P.decode_task(rec)
         a, b = c.ev.bounds(cfg.population)[0]
-        returns, lengths, _, _ = evaluate_members(own, task, range(a, b), seeds)    # honest, from a fresh id
+        returns, lengths = evaluate_members(own, task, range(a, b), seeds)[:2]    # honest, from a fresh id
         c.rogue.rpush(P.RESULTS, P.encode_result(newcomer, rec["run"].decode(), rec["nonce"].decode(),
                                                  P.task_digest(rec), 0, a, returns, lengths.astype(np.uint32), None))
         deadline = time.time() + 30

@@ -1,0 +1,135 @@
+"""MuJoCo locomotion as a plug-in: continuous actions on normalized observations, the
+statistics merged from every member in member order, bit-identical for any evaluator."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import es
+from es import seeding
+from es.checkpoint import load_checkpoint
+from es.distributed import protocol as P
+from es.obs_norm import ObsStats, mean_std
+from es.parallel import ParallelEvaluator
+from es.play import load_agent
+from es.strategy import GenerationTask
+from es.training import make_problem_for
+from child_env import subprocess_env
+
+pytest.importorskip("mujoco")
+from locomotion.problem import LocomotionProblem  # noqa: E402
+
+ENV = subprocess_env()
+
+
+def small(env="halfcheetah", **kw):
+    """A few short generations: what the identity tests need, in seconds."""
+    return es.config_for(env, **{"seed": 3, "generations": 3, "population": 8, "max_steps": 40,
+                                 "reward_goal": 1e9, **kw})
+
+
+def test_an_episode_is_the_same_alone_or_in_any_batch():
+    p = LocomotionProblem("Hopper-v5", [8], max_steps=60, shift=1.0)
+    params = np.random.default_rng(0).normal(0, 0.3, (3, p.num_params)).astype(np.float32)
+    norm = np.stack([np.full(p.obs_dim, 0.1), np.full(p.obs_dim, 2.0)])
+    rows, seeds = np.array([0, 1, 2, 1]), np.array([5, 6, 7, 8])
+    together = p.run_episodes(params, rows, seeds, obs_norm=norm)
+    for k in range(4):
+        alone = p.run_episodes(params, rows[k:k + 1], seeds[k:k + 1], obs_norm=norm)
+        for a, b in zip(alone, together):
+            assert np.asarray(a[0]).tobytes() == np.asarray(b[k]).tobytes()
+    assert np.array_equal(together[1], [len(x) for x in [range(int(n)) for n in together[1]]])
+    # the counts of the statistics are the steps: every state the policy acted on
+    assert np.all(together[2][:, 0] != 0) and np.all(together[3] >= 0)
+
+
+def test_the_alive_bonus_is_dropped_in_training_and_added_back_in_the_score():
+    p = LocomotionProblem("Hopper-v5", [], max_steps=80, shift=1.0)
+    center = np.random.default_rng(1).normal(0, 0.2, p.num_params).astype(np.float32)
+    fitness, steps = p.run_episodes(center[None, :], [0], [11])
+    ret, steps2 = p.play(center, [11])
+    assert steps[0] == steps2[0]
+    assert p.score(fitness[0], steps[0]) == pytest.approx(ret[0], rel=1e-12)
+    assert fitness[0] == pytest.approx(ret[0] - steps[0], rel=1e-12)
+
+
+def test_the_statistics_are_frozen_within_a_generation_and_merged_after_it():
+    """Generation 0 plays with (0, 1); generation 1 with the mean and std of generation 0's
+    members' states, merged in member order."""
+    cfg = small(generations=2)
+    rows = es.train(cfg, final_eval=False).metrics
+    after_0 = es.train(small(generations=1), final_eval=False).center
+    p = make_problem_for(cfg)
+
+    def generation(g, center, norm):
+        task = GenerationTask(cfg.seed, g, cfg.sigma, True, cfg.population, center, obs_norm=norm)
+        return es.evaluators.evaluate_members(p, task, range(cfg.population), seeding.episode_seeds(cfg.seed, g, 1))
+
+    r0, l0, _, _, (sums, squares) = generation(0, p.initial_params(cfg.seed), np.stack(mean_std(ObsStats.empty(p.obs_dim))))
+    assert rows[0]["pop_mean"] == r0.mean()
+    stats = ObsStats(int(l0.sum()), sums.sum(axis=0), squares.sum(axis=0))
+    r1 = generation(1, after_0, np.stack(mean_std(stats)))[0]
+    assert rows[1]["pop_mean"] == pytest.approx(r1.mean(), rel=1e-12)
+    assert rows[1]["pop_mean"] != generation(1, after_0, np.stack(mean_std(ObsStats.empty(p.obs_dim))))[0].mean()
+
+
+def test_joblib_workers_are_bit_identical_to_one_process():
+    cfg = small()
+    reference = es.train(cfg, final_eval=False)
+    problem = make_problem_for(cfg)
+    ev = ParallelEvaluator(problem, workers=2, chunks_per_worker=3, adaptive=False)
+    try:
+        got = es.train(cfg, problem, evaluator=ev, final_eval=False)
+    finally:
+        ev.close()
+    assert got.center.tobytes() == reference.center.tobytes()
+    assert [m["center_return"] for m in got.metrics] == [m["center_return"] for m in reference.metrics]
+
+
+@pytest.mark.slow
+def test_redis_and_dask_workers_are_bit_identical_to_one_process(tmp_path):
+    pytest.importorskip("dask.distributed")
+    from es.distributed.dask_evaluator import DaskEvaluator
+    from es.distributed.master import RedisEvaluator
+    from es.distributed.server import EmbeddedRedis
+    cfg = small(generations=2)
+    reference = es.train(cfg, final_eval=False)
+    with EmbeddedRedis() as server:
+        procs = [subprocess.Popen([sys.executable, "-m", "es", "worker"], env={**ENV, "ES_REDIS_URL": server.worker_url},
+                                  stderr=subprocess.DEVNULL) for _ in range(2)]
+        try:
+            problem = make_problem_for(cfg)
+            ev = RedisEvaluator(problem, server.url, chunks=3, lease_seconds=10.0, spot_checks=2)
+            try:
+                redis_run = es.train(cfg, problem, evaluator=ev, final_eval=False)
+            finally:
+                ev.close()
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    problem = make_problem_for(cfg)
+    ev = DaskEvaluator(problem, "local", workers=2, chunks=3, log=lambda m: None)
+    try:
+        dask_run = es.train(cfg, problem, evaluator=ev, final_eval=False)
+    finally:
+        ev.close()
+    assert redis_run.center.tobytes() == reference.center.tobytes()
+    assert dask_run.center.tobytes() == reference.center.tobytes()
+
+
+def test_a_resumed_run_is_bit_identical_and_eval_plays_with_the_runs_statistics(tmp_path):
+    cfg = small(generations=4)
+    whole = es.train(cfg, run_dir=tmp_path / "whole", final_eval=False)
+    es.train(small(generations=2), run_dir=tmp_path / "cut", final_eval=False)
+    resumed = es.train(cfg, run_dir=tmp_path / "cut", resume=True, final_eval=False)
+    assert resumed.center.tobytes() == whole.center.tobytes()
+    meta = load_checkpoint(tmp_path / "whole")[1]
+    assert meta["obs_stats"] == load_checkpoint(tmp_path / "cut")[1]["obs_stats"]
+    problem, center, _ = load_agent(tmp_path / "whole")
+    stats = ObsStats.from_array(meta["obs_stats"])
+    steps = sum(m["gen_env_steps"] for m in whole.metrics)     # the members' states and the center's (<= 40 each)
+    assert steps - 40 * len(whole.metrics) <= stats.count < steps
+    assert problem.obs_norm.tobytes() == np.stack(mean_std(stats)).tobytes()
