@@ -22,7 +22,7 @@ ENV_IDS = {env_id for env_id, _, _ in TASKS.values()}
 POLICIES = {"linear": [], "mlp": [64, 64]}    # the paper's MuJoCo network: two 64-unit tanh layers
 
 # Shared by every task; each task's row below overrides. Chosen by the sweeps in docs/locomotion.md.
-COMMON = {"population": 64, "sigma": 0.02, "learning_rate": 0.02, "optimizer": "adam", "weight_decay": 0.0,
+COMMON = {"population": 64, "sigma": 0.03, "learning_rate": 0.01, "optimizer": "adam", "weight_decay": 0.0,
           "shaping": "centered_ranks", "generations": 1000, "eval_seed": 10_000, "eval_episodes": 10,
           "hidden": [], "extra": {"policy": "linear"}}
 TUNED = {

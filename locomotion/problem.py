@@ -119,6 +119,20 @@ class LocomotionProblem(Problem):
                 layers = [(w[keep], b[keep]) for w, b in layers]
         return returns, lengths, sums, squares
 
+    def play_random(self, seeds):
+        """gymnasium's return of uniformly random actions on the same seeds (the baseline)."""
+        env, out = self._env_pool(1)[0], []
+        for seed in np.asarray(seeds, dtype=np.int64):
+            env.reset(seed=int(seed))
+            env.action_space.seed(int(seed))
+            total, steps, done = 0.0, 0, False
+            while not done:
+                _, r, term, trunc, _ = env.step(env.action_space.sample())
+                total, steps = total + float(r), steps + 1
+                done = term or trunc or steps >= self.episode_cap
+            out.append(total)
+        return np.array(out)
+
     def frames(self, params, seed: int, max_frames: int = 1000, width: int = 320, height: int = 240):
         """RGB frames of one episode (offscreen rendering: MUJOCO_GL=egl or osmesa without a screen)."""
         env = gym.make(self.env_id, render_mode="rgb_array", width=width, height=height)

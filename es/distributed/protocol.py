@@ -40,7 +40,7 @@ import numpy as np
 from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK, ready_field  # noqa: F401 -- the protocol's keys
 MAGIC = b"ESR2"
 HEADER = struct.Struct("<4sB8s8s8sIIIB8s")
-MAX_RESULT_BYTES = 1 << 23     # a chunk of 180 Humanoid members with their observation statistics is 1 MB
+MAX_RESULT_BYTES = 1 << 23     # 8 MiB: some 1,500 Humanoid members a chunk, each with its statistics (5.6 kB)
 MAX_CENTER_BYTES = 1 << 30
 MAX_POPULATION = 1 << 24
 MAX_SEEDS = 10_000

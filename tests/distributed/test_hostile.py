@@ -148,7 +148,7 @@ def hostile_results(rec, pop, cap):
         ("center missing", res(a=ca, n=cb - ca), "lacks a center return"),
         ("NaN center", res(a=ca, n=cb - ca, center=(np.nan, 1)), "non-finite center"),
         ("center length over the cap", res(a=ca, n=cb - ca, center=(0.0, 0xFFFFFFFF)), "center length"),
-        ("over 1 MiB", ok + b"\0" * P.MAX_RESULT_BYTES, "exceeds 1048576"),
+        ("over the size cap", ok + b"\0" * P.MAX_RESULT_BYTES, f"exceeds {P.MAX_RESULT_BYTES}"),
         ("error with a 5 kB message", P.encode_error(W, run, nonce, digest, g, a, n, "x") + b"y" * 5000,
          "error message of"),
         ("error of an earlier run", P.encode_error(W, "ab" * 8, nonce, digest, g, a, n, "boom"), "stale result"),
