@@ -21,7 +21,9 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+# This file is named after the benchmark, and so is the mujoco package: the checkout,
+# not this folder, comes first on the path, so that gymnasium's "import mujoco" finds the package.
+sys.path[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 import es  # noqa: E402
 from locomotion.plugin import TASKS  # noqa: E402

@@ -27,7 +27,7 @@ COMMON = {"population": 64, "sigma": 0.03, "learning_rate": 0.01, "optimizer": "
           "hidden": [], "extra": {"policy": "linear"}}
 TUNED = {
     "swimmer": {},
-    "hopper": {},
+    "hopper": {"population": 16, "sigma": 0.025, "learning_rate": 0.02},   # more, smaller steps (ARS: 8 directions)
     "halfcheetah": {},
     "walker2d": {},
     "ant": {},
