@@ -133,3 +133,51 @@ def test_a_resumed_run_is_bit_identical_and_eval_plays_with_the_runs_statistics(
     steps = sum(m["gen_env_steps"] for m in whole.metrics)     # the members' states and the center's (<= 40 each)
     assert steps - 40 * len(whole.metrics) <= stats.count < steps
     assert problem.obs_norm.tobytes() == np.stack(mean_std(stats)).tobytes()
+
+
+def _result(obs, count=2, d=3):
+    return P.encode_result(b"w" * 8, "0" * 16, "1" * 16, "2" * 16, 0, 0, np.zeros(count), np.ones(count), None, obs)
+
+
+def test_a_results_statistics_travel_as_raw_bytes_and_a_hostile_one_is_refused():
+    sums, squares = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    got = P.decode_result(_result((sums, squares)), 10, 10, obs_dim=3)
+    assert got["obs"][0].tobytes() == sums.tobytes() and got["obs"][1].tobytes() == squares.tobytes()
+    for bad, why in (((sums, -squares), "negative squares"), ((sums * np.nan, squares), "non-finite"),
+                     ((sums, squares * 1e31), "over")):
+        with pytest.raises(P.BadPayload, match=why):
+            P.decode_result(_result(bad), 10, 10, obs_dim=3)
+    with pytest.raises(P.BadPayload, match="expected"):    # statistics missing, or for another obs_dim
+        P.decode_result(_result(None), 10, 10, obs_dim=3)
+    with pytest.raises(P.BadPayload, match="expected"):
+        P.decode_result(_result((sums, squares)), 10, 10, obs_dim=4)
+
+
+def test_a_task_record_carries_the_frozen_statistics_and_refuses_a_zero_std():
+    norm = np.stack([np.arange(3.0), np.full(3, 0.5)])
+    task = GenerationTask(1, 2, 0.1, True, 8, np.zeros(5, np.float32), obs_norm=norm)
+    record = P.encode_task(task, {"kind": "mujoco", "env_id": "Hopper-v5", "hidden": []}, [1], [2], run="a" * 16,
+                           nonce="b" * 16, max_length=10, lease_seconds=1.0)
+    assert P.decode_task(record)[0].obs_norm.tobytes() == norm.tobytes()
+    changed = {**record, "obs_norm": np.stack([norm[0], norm[1] * 2]).tobytes()}
+    assert P.task_digest(changed) != P.task_digest(record)     # results computed under other statistics are stale
+    for raw in (np.stack([norm[0], np.zeros(3)]).tobytes(), b"\0" * 7):
+        with pytest.raises(P.BadPayload, match="obs_norm"):
+            P.decode_task({**record, "obs_norm": raw})
+
+
+def test_a_worker_that_lies_only_about_the_states_it_saw_is_caught_by_a_trusted_evaluation():
+    from es.distributed.verify import Verifier
+    cfg = small()
+    problem = make_problem_for(cfg)
+    v = Verifier(problem, spot_checks=1, probation=1, log=lambda m: None)
+    task = GenerationTask(cfg.seed, 0, cfg.sigma, True, cfg.population, problem.initial_params(0),
+                          obs_norm=np.stack([np.zeros(problem.obs_dim), np.ones(problem.obs_dim)]))
+    v.start(task, [7], None, [(0, 4), (4, 8)])
+    own = v.evaluate(0, 4, False)
+    honest = {**own, "worker": "w1"}
+    assert v.lie(honest, 0, 4, own=own) is None
+    sums, squares = own["obs"]
+    forged = {**honest, "obs": (sums + 1e-9, squares)}
+    assert "observation statistics" in v.lie(forged, 0, 4, own=own)
+    v.close()
