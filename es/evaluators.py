@@ -74,6 +74,12 @@ def evaluate_members(problem, task: GenerationTask, members, seeds, center_seeds
     return Evaluation(member_returns, member_lengths, None, 0, obs)
 
 
+def member_obs(task: GenerationTask, n: int) -> tuple | None:
+    """Zeroed sums and squares of the states of ``n`` members, for an evaluator to fill chunk by
+    chunk; None where the task does not normalize observations."""
+    return None if task.obs_norm is None else tuple(np.zeros((n, task.obs_norm.shape[1])) for _ in range(2))
+
+
 def evaluate_center(problem, task: GenerationTask, center_seeds) -> tuple[float | None, int]:
     """The center's return and length alone (``None, 0`` without center seeds): what a master
     plays while its workers play the members."""

@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from .envs import make_problem, rebuildable
 from .errors import ESError
-from .evaluators import GenerationResult, evaluate_center, evaluate_members
+from .evaluators import GenerationResult, evaluate_center, evaluate_members, member_obs
 from .interfaces import Evaluator
 from .strategy import GenerationTask
 
@@ -271,7 +271,7 @@ class ParallelEvaluator(Evaluator):
         if not self._timing["local"]:      # this process's environments are built outside the clock
             self.problem.warm_up(step * e)
         returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
-        obs = None if task.obs_norm is None else tuple(np.zeros((n, task.obs_norm.shape[1])) for _ in range(2))
+        obs = member_obs(task, n)
         a, seconds, timed = 0, 0.0, bool(self._timing["local"])
         while a < n and (not self._warm.done() or not (timed or a)):
             b = min(n, a + step)

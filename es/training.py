@@ -132,7 +132,10 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         optimizer.load_state_dict(opt_state)
         state.update({k: meta[k] for k in state})
         if stats is not None:
-            stats = obs_norm.ObsStats.from_array(meta["obs_stats"])
+            try:
+                stats = obs_norm.ObsStats.from_array(meta["obs_stats"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ESError(f"{run_dir}: the checkpoint lacks valid observation statistics ({exc})") from None
         if state["finished"] == "generations":
             state["finished"] = None  # a generation limit is not an end: --generations may have grown
         done = strategy.generation + (1 if state["finished"] == "goal" else 0)

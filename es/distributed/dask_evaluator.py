@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import GenerationResult, evaluate_center, evaluate_members
+from ..evaluators import GenerationResult, evaluate_center, evaluate_members, member_obs
 from ..interfaces import Evaluator
 from ..parallel import _problem, chunk_bounds, dispatch_order, guided_bounds   # _problem: built once per process
 from . import protocol as P
@@ -115,8 +115,8 @@ class DaskEvaluator(Evaluator):
         futures = {self.client.submit(evaluate_chunk, shared, *bounds[i], with_center[i], pure=False, retries=2):
                    (*bounds[i], with_center[i]) for i in dispatch_order(bounds)}
         returns, lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
-        d = 0 if task.obs_norm is None else task.obs_norm.shape[1]
-        obs = tuple(np.zeros((pop, d)) for _ in range(2)) if d else None
+        obs = member_obs(task, pop)
+        d = 0 if obs is None else obs[0].shape[1]
         center = (None, 0)
         caps = (min(2 ** 32 - 1, cap * len(seeds)),
                 min(2 ** 32 - 1, cap * (len(center_seeds) if center_seeds is not None else 0)))

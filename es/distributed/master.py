@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import GenerationResult
+from ..evaluators import GenerationResult, member_obs
 from ..interfaces import Evaluator
 from ..parallel import EvaluationError, chunk_bounds, dispatch_order, guided_bounds
 from . import protocol as P
@@ -126,8 +126,8 @@ class RedisEvaluator(Evaluator):
         bd.open(task, seeds, center_seeds, cap, bounds, dispatch_order(bounds), center_here=here)
         self._published = time.monotonic()   # every chunk of the generation is queued at once
         self._returns, self._lengths = np.full(pop, np.nan), np.zeros(pop, dtype=np.int64)
-        self._obs_dim = 0 if task.obs_norm is None else task.obs_norm.shape[1]
-        self._obs = None if task.obs_norm is None else tuple(np.zeros((pop, self._obs_dim)) for _ in range(2))
+        self._obs = member_obs(task, pop)
+        self._obs_dim = 0 if self._obs is None else self._obs[0].shape[1]
         self._done, self._center = {}, None   # chunk id -> worker; (return, length, worker)
         center = self.verify.submit_center() if here else None
         self._held, self._wanted, self._own = {}, {}, {}   # chunk id -> [(worker, result)]; -> time; -> future
