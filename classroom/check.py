@@ -1010,7 +1010,7 @@ def _course_policy(params, obs, mean, std, low, high):
 def locomotion_agent(run_dir, rng):
     """The run in ``run_dir`` (notebook 06's ``cheetah-run``) reached its task's threshold, and
     its center, played by the course's policy with the run's frozen statistics, scores at least
-    the threshold on average over 5 episodes on seeds that training never used."""
+    the threshold on average over 20 episodes on seeds that training never used."""
     from .mujoco_runs import HELD_OUT, TASKS, load_metrics, play
     run_dir = Path(run_dir)
     missing = [f for f in ("config.json", "metrics.jsonl", "checkpoint.npz") if not (run_dir / f).is_file()]
@@ -1036,11 +1036,11 @@ def locomotion_agent(run_dir, rng):
     obs_dim = mean.size
     if obs_dim == 0 or dim % (obs_dim + 1) or std.shape != mean.shape:
         _fail(f"locomotion_agent: {run_dir}'s checkpoint does not hold a linear policy and its statistics")
-    seeds = rng.integers(2 * HELD_OUT, 2 ** 31 - 1, 5)
+    seeds = rng.integers(2 * HELD_OUT, 2 ** 31 - 1, 20)
     returns, lengths, _, _ = play(env_id, _course_policy, np.repeat(center[None, :], len(seeds), 0), seeds, mean, std)
     score = float(np.mean(returns + shift * lengths)) if shift else float(np.mean(returns))
     if score < threshold:
-        _fail(f"locomotion_agent: the agent scores {score:.0f} on 5 new episodes (seeds {seeds[0]}, ...), below "
+        _fail(f"locomotion_agent: the agent scores {score:.0f} on 20 new episodes (seeds {seeds[0]}, ...), below "
               f"{threshold:.0f}, played by the course's policy with the run's statistics; if training confirmed "
               "it above the threshold, your linear_policy differs from the course's (check.linear_policy says how)")
-    print(f"locomotion_agent: {task} agent scores {score:.0f} on 5 new episodes (threshold {threshold:.0f})")
+    print(f"locomotion_agent: {task} agent scores {score:.0f} on 20 new episodes (threshold {threshold:.0f})")

@@ -26,6 +26,10 @@ import numpy as np
 # name: (gymnasium id, alive bonus a step, threshold: Mania et al. 2018, used by the ES paper)
 TASKS = {"halfcheetah": ("HalfCheetah-v5", 0.0, 3430.0), "hopper": ("Hopper-v5", 1.0, 3120.0)}
 HELD_OUT = 1_000_000        # the confirmation episodes' first seed (training's are below it)
+# A center is confirmed when its mean over the held-out episodes reaches the threshold + MARGIN:
+# one agent's mean over 20 new episodes (the grader's) varies by about 10 (an episode's return by
+# about 45, measured on a trained HalfCheetah), so a confirmed agent passes the grader's.
+MARGIN = 20.0
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class RunConfig:
     max_generations: int = 300
     minutes: float = 20.0       # wall-clock budget of one call (re-running resumes)
     workers: int = 2
-    confirm_episodes: int = 5   # the center must reach the threshold on these held-out seeds too
+    confirm_episodes: int = 10  # the center must reach the threshold + MARGIN on these held-out seeds too
 
 
 class StudentCode:
@@ -120,8 +124,9 @@ def _adam(center, grad, m, v, t, lr):
 
 # ---------------------------------------------------------------- the run
 def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=print) -> dict:
-    """Train until the center reaches the task's threshold (on the generation's episode and then
-    on ``confirm_episodes`` held-out ones), or ``max_generations``, or ``minutes`` of this call.
+    """Train until the center reaches the task's threshold on the generation's episode and then
+    the threshold + ``MARGIN`` on average over ``confirm_episodes`` held-out ones; or for
+    ``max_generations``, or ``minutes`` of this call.
     Re-running with the same ``run_dir`` resumes. Returns the run's summary."""
     from joblib import Parallel, delayed
     env_id, shift, threshold = TASKS[config.task]
@@ -168,7 +173,7 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
                 held = HELD_OUT + config.confirm_episodes * generation + np.arange(config.confirm_episodes)
                 r, _, _, _ = play(env_id, code.policy, np.repeat(center[None, :], len(held), 0), held, mean, std)
                 confirmed = float(r.mean())
-                finished = confirmed >= threshold
+                finished = confirmed >= threshold + MARGIN
             if not finished:                                    # the center that reached it is the agent
                 fitness = returns[:n]
                 grad = noise.T.astype(np.float64) @ _ranked(fitness) / (n * config.sigma)

@@ -34,7 +34,8 @@ def title(notebook: Path) -> str:
 def test_a_page_per_notebook_and_per_docs_page(built_site):
     site, report = built_site
     names = course_notebooks()
-    assert names == ["00_es_from_scratch", "01_cartpole", "02_parallel", "03_redis", "04_pong", "05_extras"]
+    assert names == ["00_es_from_scratch", "01_cartpole", "02_parallel", "03_redis", "04_pong", "05_extras",
+                     "06_locomotion"]
     for name in names:
         assert (site / "solutions" / f"{name}.html").is_file(), name
         assert title(ROOT / "solutions" / f"{name}.ipynb") in text_of(site / "solutions" / f"{name}.html")
