@@ -45,6 +45,10 @@ class RunConfig:
     confirm_episodes: int = 10  # the center must reach the threshold + MARGIN on these held-out seeds too
 
 
+# What a run is (resuming keeps them); the budget (max_generations, minutes) and workers may change.
+RUN_DEFINED = ("task", "seed", "population", "sigma", "learning_rate", "confirm_episodes")
+
+
 class StudentCode:
     """The student's three functions, as the workers call them."""
 
@@ -138,8 +142,11 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
     ckpt = run_dir / "checkpoint.npz"
     if ckpt.exists():
         saved = np.load(ckpt)
-        if json.loads((run_dir / "config.json").read_text()) != asdict(config):
-            raise ValueError(f"{run_dir} holds a run with other settings; choose another folder")
+        before = json.loads((run_dir / "config.json").read_text())
+        changed = [k for k in RUN_DEFINED if before.get(k) != getattr(config, k)]
+        if changed:
+            raise ValueError(f"{run_dir} holds a run with other {', '.join(changed)}; choose another folder")
+        (run_dir / "config.json").write_text(json.dumps(asdict(config), indent=1) + "\n")
         center, m, v, t = saved["center"], saved["m"], saved["v"], int(saved["t"])
         stats = (int(saved["count"]), saved["total"], saved["squares"])
         generation, seconds, steps = int(saved["generation"]), float(saved["seconds"]), int(saved["steps"])
