@@ -26,9 +26,11 @@ import numpy as np
 # name: (gymnasium id, alive bonus a step, threshold: Mania et al. 2018, used by the ES paper)
 TASKS = {"halfcheetah": ("HalfCheetah-v5", 0.0, 3430.0), "hopper": ("Hopper-v5", 1.0, 3120.0)}
 HELD_OUT = 1_000_000        # the confirmation episodes' first seed (training's are below it)
-# A center is confirmed when its mean over the held-out episodes reaches the threshold + MARGIN:
-# one agent's mean over 20 new episodes (the grader's) varies by about 10 (an episode's return by
-# about 45, measured on a trained HalfCheetah), so a confirmed agent passes the grader's.
+# A center is confirmed when its mean over 20 held-out episodes reaches the threshold + MARGIN. A
+# trained HalfCheetah's return varies from episode to episode (the course's solution agent, 100
+# episodes: 99 with a standard deviation of 41, one at 1,444 for a mean of 3,447): the margin
+# keeps an agent confirmed by luck out, and the grader (check.locomotion_agent) plays 20 new
+# episodes and fails an agent only when their mean is significantly below the threshold.
 MARGIN = 20.0
 
 
@@ -42,7 +44,7 @@ class RunConfig:
     max_generations: int = 300
     minutes: float = 20.0       # wall-clock budget of one call (re-running resumes)
     workers: int = 2
-    confirm_episodes: int = 10  # the center must reach the threshold + MARGIN on these held-out seeds too
+    confirm_episodes: int = 20  # the center must reach the threshold + MARGIN on these held-out seeds too
 
 
 # What a run is (resuming keeps them); the budget (max_generations, minutes) and workers may change.
@@ -226,7 +228,8 @@ def rollout_frames(run_dir, policy, seed: int = 0, steps: int = 1000, every: int
     import gymnasium as gym
     config = json.loads((Path(run_dir) / "config.json").read_text())
     saved = np.load(Path(run_dir) / "checkpoint.npz")
-    env = gym.make(TASKS[config["task"]][0], render_mode="rgb_array", width=width, height=height)
+    env = gym.make(TASKS[config["task"]][0], render_mode="rgb_array", width=width, height=height,
+                   camera_name="track")      # the model's camera that follows the robot
     obs, _ = env.reset(seed=seed)
     frames, done, k = [env.render()], False, 0
     low, high = env.action_space.low, env.action_space.high

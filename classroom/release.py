@@ -91,8 +91,9 @@ copy). Your path, the checks, Milestone 4's budget and handing in:
 [docs/students.md](docs/students.md).
 
 Hand in this folder, named like your login (your STUDENT_ID), with notebook 04's `pong-run/`
-folder in it: the grader takes your identity from that folder's name and replays your Pong
-run for you alone (notebook 04 says so again before you train).
+folder in it (and notebook 06's `cheetah-run/` if you trained it): the grader takes your
+identity from that folder's name and replays your Pong run for you alone (notebook 04 says so
+again before you train).
 """
 
 

@@ -209,10 +209,11 @@ for k in range(3):
 # The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step
 # 0.01, one episode per member (every member and the center on the same seed in a
 # generation), 2 worker processes. Training stops when the center's episode reaches 3,430 and
-# the center then averages at least 3,450 on 10 held-out episodes (seeds from 1,000,000): a
-# margin of 20, because one agent's return varies from episode to episode (by about 45 for a
-# trained cheetah) and the grader plays 20 new ones. The checkpoint keeps that center and the
-# frozen statistics it played with.
+# the center then averages at least 3,450 on 20 held-out episodes (seeds from 1,000,000): a
+# margin of 20, because one agent's return varies from episode to episode and the grader plays
+# 20 new ones. Measured on this notebook's solution agent, over 100 new episodes: mean 3,447;
+# 99 of them between 3,376 and 3,560 (standard deviation 41), and one at 1,444. The checkpoint
+# keeps the confirmed center and the frozen statistics it played with.
 #
 # **How long it takes** (measured on the course's 2-core machine while other training runs
 # shared it, so a machine to yourself is faster): see the expected output below the cell.
@@ -264,22 +265,29 @@ else:
 # %% [markdown]
 # ## 5. Watch it run
 #
-# One episode of your agent (seed 0, the first 300 steps, every second frame), rendered
-# offscreen by MuJoCo and saved as `cheetah-run/cheetah.gif`. Rendering needs the OpenGL
-# context of the introduction: with `MUJOCO_GL=egl` and no GPU, Mesa draws each frame in
-# software (about 0.1 s a frame at 320x200 on the course's machine).
+# One episode of your agent (seed 0, its first 300 steps: 15 seconds of simulated time, every
+# third step drawn, played back in real time), rendered offscreen by MuJoCo through the model's
+# `track` camera, which follows the cheetah, and saved as `cheetah-run/cheetah.gif`.
+# Rendering needs the OpenGL context of the introduction: with `MUJOCO_GL=egl` and no GPU, Mesa
+# draws each frame in software (the cell prints how long it took).
 
 # %%
-gif = None
 if not FAST and os.path.exists(f"{RUN_DIR}/checkpoint.npz"):
+    import time
     from IPython.display import Image, display
-    gif = save_gif(rollout_frames(RUN_DIR, linear_policy, seed=0, steps=300, every=2), f"{RUN_DIR}/cheetah.gif",
-                   fps=10)
+    t0 = time.perf_counter()
+    frames = rollout_frames(RUN_DIR, linear_policy, seed=0, steps=300, every=3, width=240, height=150)
+    gif = save_gif(frames, f"{RUN_DIR}/cheetah.gif", fps=7)
+    print(f"{len(frames)} frames rendered with MUJOCO_GL={os.environ.get('MUJOCO_GL')} in "
+          f"{time.perf_counter() - t0:.1f} s; {gif} is {os.path.getsize(gif) / 1e6:.2f} MB")
     display(Image(filename=str(gif)))
 
 # %% [markdown]
 # The grader plays your checkpoint's center with the course's policy (the layout of section 2)
-# and your run's frozen statistics on 20 episodes it chooses; it passes at 3,430 on average.
+# and your run's frozen statistics on 20 episodes on seeds it chooses. It passes unless their
+# mean is significantly below 3,430: mean + 1.645 standard errors must reach it (a one-sided
+# test at 5%). A rare bad episode, like the 1,444 above, widens the standard error rather than
+# failing an agent that runs past 3,430 on the other 19.
 
 # %%
 check.locomotion_agent(RUN_DIR)

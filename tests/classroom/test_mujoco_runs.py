@@ -101,3 +101,12 @@ def test_the_agent_renders_offscreen_with_egl_or_osmesa():
     if os.environ.get("ES_COURSE_REQUIRE_GL") == "1":
         pytest.fail("no offscreen rendering: " + "; ".join(errors))
     pytest.skip("no offscreen rendering here (apt-get install libegl1 libgl1 libosmesa6): " + "; ".join(errors))
+
+
+def test_the_training_gate_runs_the_three_function_checks_and_not_the_agents(capsys):
+    answers = {"merge_stats": references.SOLUTIONS["merge_stats"][0], "mean_std": references.SOLUTIONS["mean_std"][0],
+               "linear_policy": references.SOLUTIONS["linear_policy"][0]}
+    check.ready("06_locomotion", answers, seeds=1)
+    assert "checks passed just now: merge_stats, mean_std, linear_policy" in capsys.readouterr().out
+    with pytest.raises(check.CheckFailed, match="linear_policy is not defined"):
+        check.ready("06_locomotion", {k: v for k, v in answers.items() if k != "linear_policy"}, seeds=1)
