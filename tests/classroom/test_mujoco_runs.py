@@ -22,6 +22,7 @@ def course_code():
     return StudentCode(merge, references.SOLUTIONS["mean_std"][0], references.SOLUTIONS["linear_policy"][0])
 
 
+@pytest.mark.slow         # starts 2 worker processes: about 6 s
 def test_a_run_is_the_same_for_one_and_two_workers_and_resumes_where_it_stopped(tmp_path):
     config = RunConfig(task="hopper", population=6, max_generations=3, workers=1)
     runs = {}
@@ -52,6 +53,7 @@ def test_the_policy_plays_the_course_layout():
     assert all(np.allclose(x, y) for x, y in zip(a, b)) and a[1].min() > 1
 
 
+@pytest.mark.slow         # 60 episodes of 1,000 steps: about 9 s
 @pytest.mark.skipif(not (RUN / "checkpoint.npz").exists(), reason="the executed solution's run is not committed")
 def test_the_agent_check_passes_the_committed_run_and_names_what_is_wrong_with_others(tmp_path):
     check.locomotion_agent(str(RUN), seed=1)
