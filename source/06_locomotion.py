@@ -3,11 +3,11 @@
 #
 # Half of the paper's evidence (Salimans et al. 2017) is MuJoCo locomotion: simulated robots
 # that learn to hop, run and walk. Mania, Guy and Recht (2018) then showed that a **linear**
-# policy on **normalized observations** learns these tasks with plain random search; their
-# thresholds (also the ES paper's) are Swimmer 325, Hopper 3,120 and HalfCheetah 3,430. Here
+# policy on **normalized observations** learns these tasks with plain random search; the
+# thresholds they report episodes for are Swimmer 325, Hopper 3,120 and HalfCheetah 3,430. Here
 # ES teaches gymnasium's `HalfCheetah-v5` (a 2D cheetah: 17 observations, 6 joint torques in
 # `[-1, 1]`, 1,000 steps an episode, reward = forward speed less a small cost on the torques)
-# to run past 3,430, on a laptop, with three functions you write:
+# to run past 3,430 in minutes on 2 cores, with three functions you write:
 #
 # * `merge_stats`: merge two workers' statistics of the states their members visited;
 # * `mean_std`: the mean and standard deviation the next generation normalizes with;
@@ -21,9 +21,10 @@
 #
 # **What it needs:** the `mujoco` package (`pip install "mujoco==3.3.7"`; the course's
 # `requirements.txt` has it), and for section 5's video an OpenGL context without a screen:
-# on Linux `MUJOCO_GL=egl` (set below) with the EGL and GL libraries (Debian/Ubuntu: `apt-get
-# install libegl1 libgl1`; with no GPU, Mesa renders in software), or `MUJOCO_GL=osmesa` with
-# `libosmesa6`. On macOS, leave `MUJOCO_GL` unset.
+# on Linux `MUJOCO_GL=egl` (set below) with the EGL and GL libraries and, without a GPU,
+# Mesa's software renderer (Debian/Ubuntu: `apt-get install libegl1 libgl1 libgl1-mesa-dri`),
+# or `MUJOCO_GL=osmesa` with `libosmesa6`. The course's machine (Debian 12, no GPU) renders
+# with either. On macOS, leave `MUJOCO_GL` unset.
 
 # %%
 import os

@@ -102,7 +102,7 @@ def test_the_agent_renders_offscreen_with_egl_or_osmesa():
         errors.append(f"MUJOCO_GL={backend}: {out.stderr.strip().splitlines()[-1:]}")
     if os.environ.get("ES_COURSE_REQUIRE_GL") == "1":
         pytest.fail("no offscreen rendering: " + "; ".join(errors))
-    pytest.skip("no offscreen rendering here (apt-get install libegl1 libgl1 libosmesa6): " + "; ".join(errors))
+    pytest.skip("no offscreen rendering here (apt-get install libegl1 libgl1 libgl1-mesa-dri libosmesa6): " + "; ".join(errors))
 
 
 def test_the_training_gate_runs_the_three_function_checks_and_not_the_agents(capsys):
