@@ -50,7 +50,7 @@ RECORDED_SEEDS = (11, 22, 33)      # the inputs a release's checks draw from, pe
 REQUIREMENTS = """\
 # The student release of es-course: pip install -r requirements.txt
 numpy>=1.26
-gymnasium[classic-control]>=1.0
+gymnasium[classic-control,mujoco]>=1.0
 ale-py>=0.12.1
 joblib>=1.3
 threadpoolctl>=3
