@@ -14,7 +14,9 @@ import struct
 
 import numpy as np
 
+from es import obs_norm
 from es.distributed.master import chunks_to_requeue as master_requeue
+from es.policies import MLPPolicy
 from es.shaping import centered_ranks as es_centered_ranks
 from pong.env import _COLUMNS, downsample_batch, stack_batch
 from pong.replay import reference_es_step
@@ -135,6 +137,54 @@ def snes_step(mu, sigma, s, w, lr_mu, lr_sigma) -> dict:
             "mu_without_sigma": mu + lr_mu * (w @ s), "sigma_additive": sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))}
 
 
+def merge_stats(a, b) -> dict:
+    """Notebook 06: two workers' (count, total, squares) merged; and the merges gone wrong."""
+    (ca, ta, sa), (cb, tb, sb) = a, b
+    ta, sa, tb, sb = (np.asarray(x, dtype=np.float64) for x in (ta, sa, tb, sb))
+    merged = obs_norm.merge(obs_norm.ObsStats(int(ca), ta, sa), obs_norm.ObsStats(int(cb), tb, sb))
+    return {"count": merged.count, "total": merged.total, "squares": merged.squares,
+            "averaged_total": (ta + tb) / 2, "averaged_squares": (sa + sb) / 2,
+            "weighted_total": (ca * ta + cb * tb) / max(ca + cb, 1), "squared_total": (ta + tb) ** 2,
+            "last_total": tb, "last_squares": sb, "first_total": ta}
+
+
+def mean_std(count, total, squares) -> dict:
+    """Notebook 06: es.obs_norm.mean_std, and what its usual mistakes return."""
+    total, squares = np.asarray(total, dtype=np.float64), np.asarray(squares, dtype=np.float64)
+    mean, std = obs_norm.mean_std(obs_norm.ObsStats(int(count), total, squares))
+    c = max(int(count), 1)
+    m = total / c
+    var = squares / c - m ** 2
+    return {"mean": mean, "std": std, "no_floor": np.sqrt(np.maximum(var, 0.0)),
+            "std_floor": np.maximum(np.sqrt(np.maximum(var, 0.0)), 1e-4),
+            "variance": np.maximum(var, obs_norm.MIN_VAR), "no_mean_squared": np.sqrt(np.maximum(squares / c, 1e-4)),
+            "sample": np.sqrt(np.maximum((squares - c * m ** 2) / max(c - 1, 1), 1e-4))}
+
+
+def linear_policy(params, obs, mean, std, low, high) -> dict:
+    """Notebook 06: es.policies.MLPPolicy(obs_dim, act_dim, ()) on es.obs_norm.normalize'd
+    observations (the course's locomotion policy), and the policy with its usual mistakes."""
+    params = np.asarray(params, dtype=np.float32)
+    obs, mean, std = (np.asarray(x, dtype=np.float64) for x in (obs, mean, std))
+    low, high = np.asarray(low, dtype=np.float32), np.asarray(high, dtype=np.float32)
+    k, d = obs.shape
+    a = len(low)
+    policy = MLPPolicy(d, a, (), discrete=False, low=low, high=high)
+    right = policy.forward(policy.unflatten(params), obs_norm.normalize(obs, mean, std))
+    x = np.clip((obs - mean) / std, -obs_norm.CLIP, obs_norm.CLIP)
+    w, b = params[:, :d * a].reshape(k, d, a).astype(np.float64), params[:, d * a:].astype(np.float64)
+    wt = params[:, :d * a].reshape(k, a, d).transpose(0, 2, 1).astype(np.float64)
+    bias_first = params[:, :a].astype(np.float64), params[:, a:].reshape(k, d, a).astype(np.float64)
+    scale = lambda h: low + (np.tanh(h) + 1) / 2 * (high - low)      # noqa: E731
+    lin = lambda z, w, b: np.einsum("ki,kij->kj", z, w) + b          # noqa: E731
+    return {"right": right, "no_clip": scale(lin((obs - mean) / std, w, b)), "raw_obs": scale(lin(obs, w, b)),
+            "no_tanh": np.clip(low + (lin(x, w, b) + 1) / 2 * (high - low), low, high),
+            "no_tanh_unclipped": low + (lin(x, w, b) + 1) / 2 * (high - low),
+            "no_scaling": np.tanh(lin(x, w, b)), "times_high": np.tanh(lin(x, w, b)) * high,
+            "transposed": scale(lin(x, wt, b)), "bias_first": scale(lin(x, bias_first[1], bias_first[0])),
+            "row_0": scale(lin(x, np.repeat(w[:1], k, 0), np.repeat(b[:1], k, 0)))}
+
+
 def result_payload(generation, first, returns, lengths) -> bytes:
     """Notebook 03's payload: generation, first, count (u32), float64 returns, uint32 lengths; what
     the course's workers push in the ``gather`` check (``classroom.redis_workers``)."""
@@ -171,4 +221,7 @@ SOLUTIONS = {
     "es_step": [lambda c, n, f, s, sigma, lr, wd: reference_es_step(np.asarray(c, dtype=np.float64), n, f, s, sigma,
                                                                      lr, wd)],
     "snes_step": [lambda *a: (snes_step(*a)["mu"], snes_step(*a)["sigma"])],
+    "merge_stats": [lambda a, b: (merge_stats(a, b)["count"], merge_stats(a, b)["total"], merge_stats(a, b)["squares"])],
+    "mean_std": [lambda *a: (mean_std(*a)["mean"], mean_std(*a)["std"])],
+    "linear_policy": [lambda *a: linear_policy(*a)["right"]],
 }

