@@ -135,7 +135,8 @@ class LocomotionProblem(Problem):
 
     def frames(self, params, seed: int, max_frames: int = 1000, width: int = 320, height: int = 240):
         """RGB frames of one episode (offscreen rendering: MUJOCO_GL=egl or osmesa without a screen)."""
-        env = gym.make(self.env_id, render_mode="rgb_array", width=width, height=height)
+        # The "track" camera follows the robot (every task here has one): the default loses it in seconds.
+        env = gym.make(self.env_id, render_mode="rgb_array", width=width, height=height, camera_name="track")
         layers = self.policy.unflatten(np.asarray(params, dtype=np.float32)[None, :])
         mean, std = self.obs_norm
         obs, _ = env.reset(seed=int(seed))
