@@ -34,10 +34,13 @@ from pathlib import Path
 from es.errors import ESError
 
 KNOWN_ANSWER = '''\
-import numpy as np
+_es_cannot_import = None
 {imports}
 
 def centered_ranks(returns):
+    if _es_cannot_import is not None:      # the check's message carries it back to the grader
+        raise ImportError(IMPORT_MARKER + "|".join(map(str, _es_cannot_import)))
+    import numpy as np
     x = np.asarray(returns, dtype=np.float64)
     n = len(x)
     order = np.argsort(x, kind="stable")
@@ -47,6 +50,14 @@ def centered_ranks(returns):
     ranks = (np.bincount(inverse, weights=ranks) / np.bincount(inverse))[inverse]
     return ranks / (n - 1) - 0.5
 '''
+IMPORT_MARKER = "@@preflight-import@@"
+TRY_IMPORT = """\
+try:
+    import {module}
+except BaseException as _e:
+    if _es_cannot_import is None:
+        _es_cannot_import = ({module!r}, _e.__class__.__name__, getattr(_e, "filename", None) or "", _e)
+"""
 CHECK = "centered_ranks"
 EXIT_STATUS = 3
 _PASSED: set = set()
@@ -70,12 +81,16 @@ class Preflight:
 
 
 def known_answer(folder: Path, support_path: Path) -> Path:
-    """The known-answer notebook, in ``folder``: it imports what the support code has."""
+    """The known-answer notebook, in ``folder``: it imports every module the course notebooks
+    need (``environment.course_modules``), then defines a correct ``centered_ranks``, which
+    raises, naming the first module that failed, where one did."""
     import nbformat
-    imports = [f"import {p}" for p in ("es",) if (support_path / p / "__init__.py").exists()]
-    if (support_path / "classroom" / "check.py").exists():
-        imports.append("from classroom import check")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KNOWN_ANSWER.format(imports="\n".join(imports)))])
+    from .environment import course_modules
+    from .grade import ROOT
+    from .sandbox import HIDE
+    imports = "".join(TRY_IMPORT.format(module=m) for m in course_modules(support_path, ROOT / "notebooks", HIDE))
+    source = KNOWN_ANSWER.format(imports=imports).replace("IMPORT_MARKER", repr(IMPORT_MARKER))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     nb.metadata["es_course"] = {"notebook": "00_es_from_scratch"}
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
@@ -135,6 +150,22 @@ def diagnose(res: dict, row: dict | None, support: Path, isolation: str) -> str:
 
 
 def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
+    from .environment import fix_missing, fix_unreadable, module_at
+    from .grade import MACHINE_FAULT
+    blamed = re.search(re.escape(MACHINE_FAULT) + r"(.*)\. Fix: (.*)", said)
+    if blamed:
+        return blamed.group(1), blamed.group(2)
+    failed = re.search(re.escape(IMPORT_MARKER) + r"([^|]*)\|([^|]*)\|([^|]*)\|(.*)", said)
+    if failed:
+        module, error, path, message = failed.groups()
+        needs = f"the kernel cannot import {module}, which the course notebooks import ({error}: {message[:200]})"
+        if error == "PermissionError" and path:
+            how = _mode_of(path)
+            return f"{needs}: its user cannot read {path}{how}", fix_unreadable(path, module_at(path) or module)
+        return needs, fix_missing(module)
+    missing = re.search(r"No module named '([^']+)'", said)
+    if missing and not missing.group(1).startswith("ipykernel"):
+        return f"the kernel cannot import {missing.group(1)}", fix_missing(missing.group(1))
     denied = re.search(r"Permission denied: '([^']+)'", said)
     unreadable = denied.group(1) if denied else None
     if unreadable is None and isolation == "namespaces" and "it said" not in said:
@@ -147,11 +178,7 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
     if unreadable:
         top = next((str(p) for p in (support, Path(sys.prefix), Path(sys.base_prefix))
                     if unreadable == str(p) or unreadable.startswith(str(p) + "/")), os.path.dirname(unreadable))
-        try:
-            st = os.stat(unreadable)
-            how = f" (mode {st.st_mode & 0o7777:04o}, owner uid {st.st_uid})"
-        except OSError:
-            how = ""
+        how = _mode_of(unreadable)
         return (f"the kernel's user, an ordinary uid, cannot read {unreadable}{how}: it was installed or cloned under "
                 "umask 077, readable by its owner only",
                 f"make it readable: chmod -R a+rX {top}   (or install or clone it again under umask 022)")
@@ -169,6 +196,14 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
                 f"start one by hand to see why: {sys.executable} -m ipykernel_launcher --help")
     return ("the known answer did not score full marks in the grader's sandbox",
             "run `python -m classroom preflight` to repeat this, and read what happened above")
+
+
+def _mode_of(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f" (mode {st.st_mode & 0o7777:04o}, owner uid {st.st_uid})"
 
 
 def first_unreadable(roots, descend=None, limit: int = 400_000) -> str | None:
