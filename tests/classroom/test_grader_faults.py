@@ -42,8 +42,16 @@ def copy_checkout(dst: Path, private: bool = False) -> Path:
 
 
 def venv(dst: Path) -> Path:
-    """A virtual environment at ``dst`` over this Python's packages (its prefix is ``dst``)."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(dst)], check=True)
+    """A virtual environment at ``dst`` over the packages of the Python running the tests (its
+    prefix is ``dst``). Not ``--system-site-packages``: from inside a venv, that gives the base
+    interpreter's packages, not the venv's (issue 39: a newcomer's venv failed 6 tests with
+    "No module named 'gymnasium'"). A .pth file adds this Python's site folders, with their
+    own .pth files (editable installs), after the new venv's own."""
+    import site
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dst)], check=True)
+    [own] = (dst / "lib").glob("python3*/site-packages")
+    folders = [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
+    (own / "es_course_tests.pth").write_text(f"import site; list(map(site.addsitedir, {folders!r}))\n")
     return dst / "bin" / "python"
 
 
