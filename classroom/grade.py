@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from .check import CHECKS, CheckFailed, checks_for, input_seed, verdict
+from .check import CHECKS, RELEASE_SEEDS, CheckFailed, checks_for, input_seed, verdict
 from .remote import KernelError, KernelGone, Remote, ask
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -531,7 +531,7 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | 
                 return f"{name}: 0 points: {problem}"
             record["identity"] = student
         with _recording(record), contextlib.redirect_stdout(printed):
-            verdict(name, objs, seed)
+            verdict(name, objs, seed, repeatable=seed in RELEASE_SEEDS)    # can the student's release repeat it?
         detail = printed.getvalue().strip()
         if detail:
             row["detail"] = detail[:1000]
@@ -709,9 +709,16 @@ def _child_main(argv=None) -> None:
     os.set_inheritable(fd, False)          # no process started from here gets the pipe
     from .quick_start import skip_unused_imports
     skip_unused_imports()
-    for module in PREIMPORT:               # before any student code runs: nothing written later shadows them
-        importlib.import_module(module)
     only = args.pop("only")
+    try:
+        for module in PREIMPORT:           # before any student code runs: nothing written later shadows them
+            importlib.import_module(module)
+    except (ImportError, PermissionError) as exc:     # the grader's own modules: ungraded, with the cause
+        from .environment import grader_cannot_import
+        res = {"ungraded": grader_cannot_import(exc).split("\nNothing")[0].replace("error: ", "", 1)}
+        with os.fdopen(fd, "wb") as f:
+            f.write(json.dumps(res).encode())
+        return
     try:
         res = _grade_here(args.pop("notebook"), args.pop("cell_timeout"), args.pop("check_timeout"), args.pop("seed"),
                           None if only is None else set(only), args.pop("student"), **args)
