@@ -50,7 +50,30 @@ from .feedback import write_feedback
 from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table, validate
 from .records import MILESTONES, Student, extras_points, is_ungraded, student_rows, totals
 
-EXIT_GRADED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED = 0, 2, 3, 4
+EXIT_GRADED, EXIT_FAILED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED, EXIT_UNSANDBOXED = 0, 1, 2, 3, 4, 5
+ALLOW_UNSANDBOXED = "ES_COURSE_ALLOW_UNSANDBOXED"      # =1: the same as --allow-unsandboxed
+
+
+class NoSandbox(ESError):
+    """The kernels would run without isolation and the instructor did not allow it: nothing graded."""
+
+
+def unsandboxed(allow: bool = False, command: str = "grade") -> str | None:
+    """Where kernels would run without isolation: the warning; None where they get a sandbox.
+    Raises ``NoSandbox`` (exit status 5) unless ``allow`` (``--allow-unsandboxed``, or
+    ``ES_COURSE_ALLOW_UNSANDBOXED=1``)."""
+    from .sandbox import mode
+    isolation, why = mode()
+    if isolation != "none":
+        return None
+    warning = (f"warning: no sandbox on this machine ({why}): each student's kernel would run WITHOUT isolation, as a "
+               "plain process of this user that can read whatever the grader can (the answer key, the other "
+               "students' work, the grader's files). Grade as root, or as a user with bubblewrap (apt install "
+               "bubblewrap), to give each kernel a sandbox")
+    if not (allow or os.environ.get(ALLOW_UNSANDBOXED) == "1"):
+        raise NoSandbox(f"{warning}; or pass --allow-unsandboxed to {command} anyway. Nothing was graded "
+                        f"(exit status {EXIT_UNSANDBOXED}).")
+    return warning + " (allowed by --allow-unsandboxed)"
 MILESTONE_TITLES = {"M1": "ES in one thread solves CartPole-v1", "M2": "parallel with joblib",
                     "M3": "distributed through Redis", "M4": "Pong better than random"}
 LMS = ("course", "canvas", "moodle")     # --csv-format
@@ -172,15 +195,21 @@ def collect(paths, student: str | None = None) -> list[Student]:
 
 def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, log=print, csv_path=None,
                 feedback=None, jobs=None, submission_timeout=3600, seed=None, only=None, student=None,
-                feedback_format="md", support_path=None, checks_csv=None, csv_format="course", preflight=True) -> int:
+                feedback_format="md", support_path=None, checks_csv=None, csv_format="course", preflight=True,
+                allow_unsandboxed=False) -> int:
     """Grade every student found in ``paths``; the exit status (``EXIT_*``). Raises
-    ``PreflightFailed`` (nothing graded, nothing written) when the known answer does not grade."""
+    ``NoSandbox`` where the kernels would have no isolation and ``allow_unsandboxed`` is not
+    given, and ``PreflightFailed`` when the known answer does not grade (nothing graded,
+    nothing written)."""
     from concurrent.futures import ThreadPoolExecutor
     if csv_format not in LMS:
         raise ESError(f"--csv-format must be one of {', '.join(LMS)}, not {csv_format}")
     students = collect(paths, student)
     if student is not None and len(students) > 1:
         raise ESError(f"--student names one submission; {len(students)} were given")
+    warning = unsandboxed(allow_unsandboxed)
+    if warning and not as_json:
+        log(warning)
     if preflight:
         from . import preflight as pre
         pre.ensure(support_path, log=None if as_json else log)

@@ -76,6 +76,9 @@ class Preflight:
     result: dict
 
     def passed(self) -> str:
+        if self.isolation == "none":
+            return (f"preflight passed: a known answer scored full marks in a kernel WITHOUT isolation (none: a plain "
+                    f"process of this user, no sandbox; {self.seconds:.1f} s)")
         return (f"preflight passed: a known answer scored full marks in a sandboxed kernel ({self.isolation}, "
                 f"{self.seconds:.1f} s)")
 
@@ -245,12 +248,24 @@ def _closed(path: str) -> bool:
     return st.st_mode & need != need
 
 
-def main(support_path=None, as_json: bool = False) -> int:
+def main(support_path=None, as_json: bool = False, allow_unsandboxed: bool = False) -> int:
+    """``python -m classroom preflight``: 0 passed (in a sandbox, or without one where allowed),
+    3 failed, 5 passed or not, but the kernel had no sandbox and that was not allowed."""
+    from .gradebook import EXIT_UNSANDBOXED, NoSandbox, unsandboxed
+    try:
+        warning, refused = unsandboxed(allow_unsandboxed, "preflight"), None
+    except NoSandbox as exc:
+        warning, refused = None, str(exc)
     p = run(support_path)
+    status = EXIT_STATUS if not p.ok else EXIT_UNSANDBOXED if refused else 0
     if as_json:
-        print(json.dumps({"ok": p.ok, "isolation": p.isolation, "seconds": p.seconds, "message": p.message}))
-    elif p.ok:
+        print(json.dumps({"ok": p.ok, "isolation": p.isolation, "seconds": p.seconds, "message": p.message,
+                          "warning": refused or warning or "", "status": status}))
+        return status
+    if p.ok:
         print(p.passed())
     else:
         print(p.message, file=sys.stderr)
-    return 0 if p.ok else EXIT_STATUS
+    if refused or warning:
+        print(refused or warning, file=sys.stderr)
+    return status
