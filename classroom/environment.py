@@ -159,7 +159,7 @@ def blame(ename: str, evalue: str, where: str | None, needed, support: Path | No
     installed = installed_locations(support)
     raised_there = where is not None and where.startswith(installed)
     evalue = str(evalue)
-    denied = re.search(r"Permission denied: '([^']+)'", evalue)
+    denied = re.search(r"Permission denied: '([^'\s]+)'", evalue)
     missing = re.search(r"No module named '([^']+)'", evalue)
     if denied and denied.group(1).startswith(installed):
         path = denied.group(1)
@@ -200,10 +200,15 @@ def fix_missing(module: str) -> str:
 def grader_cannot_import(exc: BaseException) -> str:
     """The one message for the grader's own failed import (no traceback)."""
     path = getattr(exc, "filename", None) or getattr(exc, "path", None)
-    module = getattr(exc, "name", None) or (module_at(str(path)) if path else None) or "a module"
+    tb, last = exc.__traceback__, None
+    while tb is not None:              # the innermost frame: the module whose import failed
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    module = (getattr(exc, "name", None) or (module_at(str(path)) if path else None)
+              or (module_at(last) if last else None) or "a module")
     if isinstance(exc, PermissionError) and path:
         fix = fix_unreadable(str(path), module_at(str(path)))
     else:
         fix = fix_missing(str(module))
-    return (f"error: the grader cannot import {module}: {exc.__class__.__name__}: {exc}\n  fix: {fix}\n"
+    said = " ".join(str(exc).split())[:400]
+    return (f"error: the grader cannot import {module}: {exc.__class__.__name__}: {said}\n  fix: {fix}\n"
             "Nothing was graded and nothing was written (exit status 3).")

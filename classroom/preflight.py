@@ -56,7 +56,8 @@ try:
     import {module}
 except BaseException as _e:
     if _es_cannot_import is None:
-        _es_cannot_import = ({module!r}, _e.__class__.__name__, getattr(_e, "filename", None) or "", _e)
+        _es_cannot_import = ({module!r}, _e.__class__.__name__, getattr(_e, "filename", None) or "",
+                             getattr(_e, "strerror", None) or str(_e)[:150])
 """
 CHECK = "centered_ranks"
 EXIT_STATUS = 3
@@ -161,10 +162,12 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
     failed = re.search(re.escape(IMPORT_MARKER) + r"([^|]*)\|([^|]*)\|([^|]*)\|(.*)", said)
     if failed:
         module, error, path, message = failed.groups()
+        message = re.sub(rf" \(in {CHECK}, line .*$", "", message)        # the known answer's own frame
         needs = f"the kernel cannot import {module}, which the course notebooks import ({error}: {message[:200]})"
         if error == "PermissionError" and path:
-            how = _mode_of(path)
-            return f"{needs}: its user cannot read {path}{how}", fix_unreadable(path, module_at(path) or module)
+            owner = module_at(path) or module
+            return (f"{needs}: its user cannot read {path}{_mode_of(path)} (module {owner})",
+                    fix_unreadable(path, owner))
         return needs, fix_missing(module)
     missing = re.search(r"No module named '([^']+)'", said)
     if missing and not missing.group(1).startswith("ipykernel"):
@@ -182,6 +185,9 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
         top = next((str(p) for p in (support, Path(sys.prefix), Path(sys.base_prefix))
                     if unreadable == str(p) or unreadable.startswith(str(p) + "/")), os.path.dirname(unreadable))
         how = _mode_of(unreadable)
+        from .environment import module_at
+        module = module_at(unreadable)
+        how += f" (module {module})" if module else ""
         return (f"the kernel's user, an ordinary uid, cannot read {unreadable}{how}: it was installed or cloned under "
                 "umask 077, readable by its owner only",
                 f"make it readable: chmod -R a+rX {top}   (or install or clone it again under umask 022)")
