@@ -131,6 +131,9 @@ def cmd_grade(args) -> int:
         raise ESError(f"--support-path {args.support_path} is not a folder")
     if args.student is not None and not args.student.strip():
         raise ESError("--student needs an identifier")
+    for option, path in (("--csv", args.csv), ("--checks-csv", args.checks_csv)):
+        if path is not None and not path.absolute().parent.is_dir():
+            raise ESError(f"{option} {path}: the folder {path.absolute().parent} does not exist (nothing graded)")
     from .gradebook import grade_class
     return grade_class(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
                        check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
@@ -164,13 +167,29 @@ def main(argv=None, prog: str = "python -m classroom") -> int:
     from .environment import grader_cannot_import
     try:
         return _main(argv, prog)
-    except (ImportError, PermissionError) as exc:     # the grader's own modules: this machine cannot grade
-        print(grader_cannot_import(exc), file=sys.stderr)
+    except (ImportError, PermissionError) as exc:
+        if not _importing(exc):
+            print(f"error: the grader failed: {exc.__class__.__name__}: {exc} (nothing more was graded or written)",
+                  file=sys.stderr)
+            return 1
+        print(grader_cannot_import(exc), file=sys.stderr)     # the grader's own modules: this machine cannot grade
         return 3
     except Exception as exc:                          # a failure of the grader itself
         print(f"error: the grader failed: {exc.__class__.__name__}: {exc} (nothing more was graded or written; "
               "please report it with the command you ran)", file=sys.stderr)
         return 1
+
+
+def _importing(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from an import (not, say, from writing the gradebook)."""
+    if isinstance(exc, ImportError):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        tb = tb.tb_next
+    return str(getattr(exc, "filename", "")).endswith((".py", ".pyc", ".so"))
 
 
 def _main(argv, prog: str) -> int:

@@ -200,3 +200,19 @@ def test_without_a_sandbox_preflight_and_grade_stop_with_exit_5_unless_allowed(n
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "WITHOUT isolation" in out.stdout and "warning: kernels ran without the sandbox" in out.stdout
     assert book(base / "tmp" / "gb.csv")["alice"]["M1"] == "4"
+
+
+# ---------------------------------------------------------------- the grader's own failures
+@pytest.mark.slow
+def test_a_gradebook_that_cannot_be_written_ends_with_exit_1_and_a_message_not_a_traceback(tmp_path):
+    """A failure of the grader itself (here: writing the gradebook where no file can be made)
+    is exit 1 with one line; a --csv in a folder that does not exist is bad input, before any
+    grading (exit 2)."""
+    cls = a_class(tmp_path / "class", ROOT, alice=["00_es_from_scratch"])
+    out = grade_cli(sys.executable, ROOT, cls, "--csv", tmp_path / "nowhere" / "gb.csv")
+    assert out.returncode == 2 and "does not exist (nothing graded)" in out.stderr, out.stderr
+    assert "alice" not in out.stdout
+    out = grade_cli(sys.executable, ROOT, cls, "--csv", "/proc/gb.csv", "--allow-unsandboxed")
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stderr.startswith("error: the grader failed: ") and "gb.csv" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
