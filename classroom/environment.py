@@ -197,8 +197,9 @@ def fix_missing(module: str) -> str:
     return f"install it into the grading Python: {sys.executable} -m pip install -r requirements.txt"
 
 
-def grader_cannot_import(exc: BaseException) -> str:
-    """The one message for the grader's own failed import (no traceback)."""
+def grader_cannot_import(exc: BaseException, whole: bool = True) -> str:
+    """The one message for the grader's own failed import (no traceback); ``whole``: as a
+    command's last words, else as a submission's ``ungraded`` reason."""
     path = getattr(exc, "filename", None) or getattr(exc, "path", None)
     tb, last = exc.__traceback__, None
     while tb is not None:              # the innermost frame: the module whose import failed
@@ -210,5 +211,7 @@ def grader_cannot_import(exc: BaseException) -> str:
     else:
         fix = fix_missing(str(module))
     said = " ".join(str(exc).split())[:400]
+    if not whole:
+        return f"the grader cannot import {module}: {exc.__class__.__name__}: {said}; fix: {fix}"
     return (f"error: the grader cannot import {module}: {exc.__class__.__name__}: {said}\n  fix: {fix}\n"
             "Nothing was graded and nothing was written (exit status 3).")

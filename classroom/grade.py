@@ -224,8 +224,6 @@ def _client(run, student_cells: int, cell_timeout: int, private: Path):
     from nbclient import NotebookClient
 
     class Client(NotebookClient):
-        errors: list = []         # (ename, evalue, file of the innermost frame) of the student's cells
-
         def output(self, outs, msg, display_id, cell_index):
             if cell_index < student_cells and msg.get("msg_type") == "error" and len(self.errors) < 50:
                 from .environment import innermost_file
@@ -240,7 +238,7 @@ def _client(run, student_cells: int, cell_timeout: int, private: Path):
 
     client = Client(run, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=False,
                     resources={"metadata": {"path": str(private)}})
-    client.errors = []
+    client.errors = []            # (ename, evalue, file of the innermost frame) of the student's cells' errors
     return client
 
 
@@ -550,7 +548,7 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | 
         return f"{name}: the kernel died during the check (out of memory, or os._exit?) {_GONE}"
     except (ImportError, PermissionError) as exc:     # the grader's own imports or files, not the student's
         from .environment import grader_cannot_import
-        raise GraderFault(grader_cannot_import(exc).split("\nNothing")[0].replace("error: ", "", 1)) from None
+        raise GraderFault(grader_cannot_import(exc, whole=False)) from None
     except Exception as exc:   # the check could not use what came back (a tuple for a dict, ...)
         return (f"{name}: the check could not use what your code returned ({exc.__class__.__name__}: "
                 f"{str(exc)[:200]}); compare with the docstring")
@@ -715,7 +713,7 @@ def _child_main(argv=None) -> None:
             importlib.import_module(module)
     except (ImportError, PermissionError) as exc:     # the grader's own modules: ungraded, with the cause
         from .environment import grader_cannot_import
-        res = {"ungraded": grader_cannot_import(exc).split("\nNothing")[0].replace("error: ", "", 1)}
+        res = {"ungraded": grader_cannot_import(exc, whole=False)}
         with os.fdopen(fd, "wb") as f:
             f.write(json.dumps(res).encode())
         return
