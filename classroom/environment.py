@@ -106,7 +106,8 @@ def course_modules(support: Path, notebooks: Path, hide=()) -> list[str]:
 def installed_locations(support: Path | None = None) -> tuple[str, ...]:
     """Where installed code lives, each ending in ``/``: Python's installation (and a venv's),
     and the support code's own packages."""
-    places = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    places = {sys.prefix, sys.base_prefix, sys.exec_prefix,
+              *[p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]}
     if support is not None:
         places |= {str(Path(support, p)) for p in OWN}
     return tuple(sorted(os.path.join(p, "") for p in places))
