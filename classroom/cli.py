@@ -92,9 +92,11 @@ def add_commands(sub) -> None:
 
 
 def add_preflight(sub) -> None:
-    p = sub.add_parser("preflight", help="grade a known answer in a sandboxed kernel: can this machine grade?",
-                       description="What `grade` does first: one sandboxed kernel grades a known answer. Exit 0 "
-                                   "when it scores full marks, 3 with the cause and the fix when not.")
+    p = sub.add_parser("preflight", help="grade a known answer in the kernel students get: can this machine grade?",
+                       description="What `grade` does first: one kernel, in the sandbox students' kernels get, imports "
+                                   "every module the course notebooks need and grades a known answer. Exit 0 when it "
+                                   "scores full marks, 3 with the cause and the fix when not, 5 when the kernel had no "
+                                   "sandbox (unless --allow-unsandboxed).")
     p.add_argument("--support-path", type=Path, default=None, metavar="DIR",
                    help="the folder whose packages graded kernels import (as for grade)")
     p.add_argument("--json", action="store_true", help="one JSON line")

@@ -14,9 +14,11 @@ feedback), each in its own isolated child (``classroom.grade.grade``), ``--jobs`
 the longest first. All notebooks of a student use one input seed, printed in the feedback
 with the command that grades the student again on the same inputs.
 
-**First, a preflight** (``classroom.preflight``): one sandboxed kernel grades a known answer.
-If it cannot, nothing is graded and nothing is written: exit status 3 and one message that
-names the cause and the fix.
+**First, the sandbox and a preflight.** Where the kernels would get no sandbox, nothing is
+graded (exit status 5) unless ``allow_unsandboxed`` (``--allow-unsandboxed``). Then
+``classroom.preflight``: one kernel, in the sandbox, imports every module the course needs and
+grades a known answer. If it cannot, nothing is graded and nothing is written: exit status 3
+and one message that names the cause and the fix.
 
 **What comes out.** One row per student (``student, M1, M2, M3, M4, total, max``, ``extras``
 when they carry points: a bonus, not in ``total``, and ``status``), a second CSV with one row
@@ -29,10 +31,12 @@ gradebook in the layout those systems import instead (``LMS``).
 raises, hangs past the limits, leaves a process behind, cannot be read) is *graded*: 0 for what
 it cost, with a message that says what the notebook did. A failure of the grader's own
 machinery (a kernel that does not start even in an empty folder, a grading process that died,
-an exception in the grader) leaves the submission *ungraded*: no points at all (blank cells,
-never 0), ``status`` says why, and the exit status is 4. Exit statuses: 0 every submission
-graded; 2 bad input (a missing path, nothing gradable); 3 the preflight failed; 4 some
-submissions ungraded.
+an exception in the grader), or of the kernel's environment (a module the course needs that
+cannot be imported or read: ``grade._machine_fault``) leaves the submission *ungraded*: no
+points at all (blank cells, never 0), ``status`` says why, and the exit status is 4. Exit
+statuses: 0 every submission graded; 1 the grader failed; 2 bad input (a missing path,
+nothing gradable); 3 this machine cannot grade (the preflight, or the grader's own imports);
+4 some submissions ungraded; 5 no sandbox, not allowed; 130 interrupted.
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""``python -m classroom preflight``: before any student is graded, one sandboxed kernel grades a
-known answer. Where it cannot, grading stops (exit status 3, nothing graded, no gradebook) with
+"""``python -m classroom preflight``: before any student is graded, one kernel, started as the
+students' kernels will be (in the sandbox, where this machine has one), grades a known answer. Where it cannot, grading stops (exit status 3, nothing graded, no gradebook) with
 one message naming the cause and the fix, instead of writing the grader's own failure down as
 every student's zero.
 
-The known answer is a notebook whose single cell imports the support code and defines a
-correct ``centered_ranks``; it is graded exactly as a student's 00 is (same sandbox, same
+The known answer is a notebook whose single cell imports every module the course notebooks
+need (``environment.course_modules``; the first that fails is named, with its file and the
+fix) and defines a correct ``centered_ranks``; it is graded exactly as a student's 00 is (same sandbox, same
 kernel, the grader's own check on fresh inputs) and must score full marks. ``grade_class``
 runs it first, once per process for a given support path and sandbox.
 
@@ -147,7 +148,8 @@ def diagnose(res: dict, row: dict | None, support: Path, isolation: str) -> str:
     said = said or res.get("error") or (row or {}).get("message") or "no result"
     said = re.sub(r"^ungraded: ", "", str(said))
     cause, fix = _cause(said, support, isolation)
-    return (f"preflight failed: a kernel in the grader's sandbox ({isolation}: {describe(isolation)}) could not grade "
+    where = "a kernel without a sandbox" if isolation == "none" else "a kernel in the grader's sandbox"
+    return (f"preflight failed: {where} ({isolation}: {describe(isolation)}) could not grade "
             f"a known answer, so every student would get the grader's failure as a zero.\n"
             f"  what happened: {said[:700]}\n  cause: {cause}\n  fix: {fix}\n"
             f"Nothing was graded and no gradebook or feedback was written (exit status {EXIT_STATUS}).")
