@@ -73,6 +73,15 @@ def imports_of(source: str, me: str = "", package: bool = False, support: Path |
     return out
 
 
+def notebooks_of(*folders) -> Path | None:
+    """The first of ``folders`` that holds the course notebooks (a checkout's ``notebooks/``, or
+    a release's top folder); None when none does."""
+    for folder in folders:
+        if any(Path(folder).glob("0[0-9]_*.ipynb")):
+            return Path(folder)
+    return None
+
+
 def course_modules(support: Path, notebooks: Path, hide=()) -> list[str]:
     """Every module the notebooks in ``notebooks`` import, and what the support code's modules
     they reach import (top-level or in a function), sorted; the support code's hidden files

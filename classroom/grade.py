@@ -201,13 +201,15 @@ def _machine_fault(errors, support: Path) -> str | None:
     """Why the errors the student's cells and functions raised in the kernel (``(ename,
     evalue, file of the innermost frame)``) are the machine's fault, or None
     (``environment.blame``)."""
-    from .environment import blame, course_modules
+    from .environment import blame, course_modules, notebooks_of
     from .sandbox import HIDE
     needed = None
     for ename, evalue, where in errors:
         if ename not in ("ImportError", "ModuleNotFoundError", "PermissionError"):
             continue
-        needed = needed if needed is not None else course_modules(support, ROOT / "notebooks", HIDE)
+        if needed is None:
+            folder = notebooks_of(ROOT / "notebooks", support / "notebooks", support)
+            needed = course_modules(support, folder, HIDE) if folder else []
         why = blame(ename, evalue, where, needed, support)
         if why:
             return f"{MACHINE_FAULT}{why[0]}. Fix: {why[1]}"

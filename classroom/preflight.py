@@ -90,10 +90,16 @@ def known_answer(folder: Path, support_path: Path) -> Path:
     need (``environment.course_modules``), then defines a correct ``centered_ranks``, which
     raises, naming the first module that failed, where one did."""
     import nbformat
-    from .environment import course_modules
+    from .environment import course_modules, notebooks_of
     from .grade import ROOT
     from .sandbox import HIDE
-    imports = "".join(TRY_IMPORT.format(module=m) for m in course_modules(support_path, ROOT / "notebooks", HIDE))
+    notebooks = notebooks_of(ROOT / "notebooks", support_path / "notebooks", support_path)
+    if notebooks is None:
+        raise PreflightFailed(f"preflight failed: the course notebooks are in none of {ROOT / 'notebooks'}, "
+                              f"{support_path / 'notebooks'} or {support_path}, so what they import cannot be checked. "
+                              f"Grade from a checkout or a release (pip install -e ., as requirements.txt does).\n"
+                              f"Nothing was graded and no gradebook or feedback was written (exit status {EXIT_STATUS}).")
+    imports = "".join(TRY_IMPORT.format(module=m) for m in course_modules(support_path, notebooks, HIDE))
     source = KNOWN_ANSWER.format(imports=imports).replace("IMPORT_MARKER", repr(IMPORT_MARKER))
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     nb.metadata["es_course"] = {"notebook": "00_es_from_scratch"}
