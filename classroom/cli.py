@@ -197,7 +197,7 @@ def _importing(exc: BaseException) -> bool:
 def _main(argv, prog: str) -> int:
     import signal
     from es.cli import Terminated, _on_sigterm
-    from .gradebook import EXIT_UNSANDBOXED, NoSandbox
+    from .sandbox import EXIT_UNSANDBOXED, NoSandbox
     from .preflight import EXIT_STATUS, PreflightFailed
     args = build_parser(prog).parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)

@@ -53,31 +53,10 @@ from .check import CHECKS, checks_for
 from .feedback import write_feedback
 from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table, validate
 from .records import MILESTONES, Student, extras_points, is_ungraded, student_rows, totals
+from .sandbox import EXIT_UNSANDBOXED, NoSandbox, unsandboxed  # noqa: F401 (every exit status here)
 
-EXIT_GRADED, EXIT_FAILED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED, EXIT_UNSANDBOXED = 0, 1, 2, 3, 4, 5
-ALLOW_UNSANDBOXED = "ES_COURSE_ALLOW_UNSANDBOXED"      # =1: the same as --allow-unsandboxed
+EXIT_GRADED, EXIT_FAILED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED = 0, 1, 2, 3, 4
 
-
-class NoSandbox(ESError):
-    """The kernels would run without isolation and the instructor did not allow it: nothing graded."""
-
-
-def unsandboxed(allow: bool = False, command: str = "grade") -> str | None:
-    """Where kernels would run without isolation: the warning; None where they get a sandbox.
-    Raises ``NoSandbox`` (exit status 5) unless ``allow`` (``--allow-unsandboxed``, or
-    ``ES_COURSE_ALLOW_UNSANDBOXED=1``)."""
-    from .sandbox import mode
-    isolation, why = mode()
-    if isolation != "none":
-        return None
-    warning = (f"warning: no sandbox on this machine ({why}): each student's kernel would run WITHOUT isolation, as a "
-               "plain process of this user that can read whatever the grader can (the answer key, the other "
-               "students' work, the grader's files). Grade as root, or as a user with bubblewrap (apt install "
-               "bubblewrap), to give each kernel a sandbox")
-    if not (allow or os.environ.get(ALLOW_UNSANDBOXED) == "1"):
-        raise NoSandbox(f"{warning}; or pass --allow-unsandboxed to {command} anyway. Nothing was graded "
-                        f"(exit status {EXIT_UNSANDBOXED}).")
-    return warning + " (allowed by --allow-unsandboxed)"
 MILESTONE_TITLES = {"M1": "ES in one thread solves CartPole-v1", "M2": "parallel with joblib",
                     "M3": "distributed through Redis", "M4": "Pong better than random"}
 LMS = ("course", "canvas", "moodle")     # --csv-format

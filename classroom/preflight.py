@@ -265,7 +265,7 @@ def _closed(path: str) -> bool:
 def main(support_path=None, as_json: bool = False, allow_unsandboxed: bool = False) -> int:
     """``python -m classroom preflight``: 0 passed (in a sandbox, or without one where allowed),
     3 failed, 5 passed or not, but the kernel had no sandbox and that was not allowed."""
-    from .gradebook import EXIT_UNSANDBOXED, NoSandbox, unsandboxed
+    from .sandbox import EXIT_UNSANDBOXED, NoSandbox, unsandboxed
     try:
         warning, refused = unsandboxed(allow_unsandboxed, "preflight"), None
     except NoSandbox as exc:

@@ -132,6 +132,31 @@ def _probe_mode() -> tuple[str, str]:
     return ("namespaces", "") if status == 0 else ("none", f"namespaces refused ({why or 'unknown'})")
 
 
+EXIT_UNSANDBOXED = 5
+ALLOW_UNSANDBOXED = "ES_COURSE_ALLOW_UNSANDBOXED"      # =1: the same as --allow-unsandboxed
+
+
+class NoSandbox(Exception):
+    """The kernels would run without isolation and the instructor did not allow it: nothing graded."""
+
+
+def unsandboxed(allow: bool = False, command: str = "grade") -> str | None:
+    """Where kernels would run without isolation: the warning; None where they get a sandbox.
+    Raises ``NoSandbox`` (exit status 5) unless ``allow`` (``--allow-unsandboxed``, or
+    ``ES_COURSE_ALLOW_UNSANDBOXED=1``)."""
+    isolation, why = mode()
+    if isolation != "none":
+        return None
+    warning = (f"warning: no sandbox on this machine ({why}): each student's kernel would run WITHOUT isolation, as a "
+               "plain process of this user that can read whatever the grader can (the answer key, the other "
+               "students' work, the grader's files). Grade as root, or as a user with bubblewrap (apt install "
+               "bubblewrap), to give each kernel a sandbox")
+    if not (allow or os.environ.get(ALLOW_UNSANDBOXED) == "1"):
+        raise NoSandbox(f"{warning}; or pass --allow-unsandboxed to {command} anyway. Nothing was graded "
+                        f"(exit status {EXIT_UNSANDBOXED}).")
+    return warning + " (allowed by --allow-unsandboxed)"
+
+
 def describe(isolation: str) -> str:
     """What ``isolation`` (a result's field) means, in a few words."""
     return {"namespaces": "its own uid and namespaces, built by the grader as root",
