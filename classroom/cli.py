@@ -7,8 +7,12 @@
     python -m classroom site DIR                                      # the course website, built offline
 
 Bad input exits with status 2 and one line on stderr that says what is wrong. ``grade``: 0 when
-every submission was graded, 3 when the preflight failed (nothing graded, nothing written), 4
-when some submissions are ungraded (the grader's own machinery failed on them).
+every submission was graded, 1 when the grader itself failed (a message, no traceback), 3 when
+this machine cannot grade (the preflight failed, or the grader cannot import what it needs:
+nothing graded, nothing written), 4 when some submissions are ungraded (the grader's own
+machinery or the kernel's environment failed on them), 5 when the kernels would run without a
+sandbox and ``--allow-unsandboxed`` was not given, 130 when interrupted (docs/instructors.md's
+exit table).
 """
 from __future__ import annotations
 
@@ -78,24 +82,33 @@ def add_commands(sub) -> None:
                         "sandbox without solutions/, source/, tests/, .git and the answer key; a release folder holds "
                         "no answer key, but without the sandbox a kernel can read any file the grader can)")
 
+    g.add_argument("--allow-unsandboxed", action="store_true",
+                   help="grade even where the kernels get no sandbox (not root, no bubblewrap): each kernel is then a "
+                        "plain process of this user that can read whatever the grader can; without this flag that "
+                        "ends with exit status 5 before anything is graded")
+
     s = sub.add_parser("site", help="build the course website (the executed notebooks, docs/, the README) offline")
     s.add_argument("dir", type=Path, help="where to write it (new, empty, or a site this command built)")
 
 
 def add_preflight(sub) -> None:
-    p = sub.add_parser("preflight", help="grade a known answer in a sandboxed kernel: can this machine grade?",
-                       description="What `grade` does first: one sandboxed kernel grades a known answer. Exit 0 "
-                                   "when it scores full marks, 3 with the cause and the fix when not.")
+    p = sub.add_parser("preflight", help="grade a known answer in the kernel students get: can this machine grade?",
+                       description="What `grade` does first: one kernel, in the sandbox students' kernels get, imports "
+                                   "every module the course notebooks need and grades a known answer. Exit 0 when it "
+                                   "scores full marks, 3 with the cause and the fix when not, 5 when the kernel had no "
+                                   "sandbox (unless --allow-unsandboxed).")
     p.add_argument("--support-path", type=Path, default=None, metavar="DIR",
                    help="the folder whose packages graded kernels import (as for grade)")
     p.add_argument("--json", action="store_true", help="one JSON line")
+    p.add_argument("--allow-unsandboxed", action="store_true",
+                   help="exit 0 when the known answer passes in a kernel without a sandbox (default: exit 5 there)")
 
 
 def cmd_preflight(args) -> int:
     from .preflight import main as preflight
     if args.support_path is not None and not args.support_path.is_dir():
         raise ESError(f"--support-path {args.support_path} is not a folder")
-    return preflight(args.support_path, args.json)
+    return preflight(args.support_path, args.json, args.allow_unsandboxed)
 
 
 def cmd_notebooks(args) -> int:
@@ -120,12 +133,16 @@ def cmd_grade(args) -> int:
         raise ESError(f"--support-path {args.support_path} is not a folder")
     if args.student is not None and not args.student.strip():
         raise ESError("--student needs an identifier")
+    for option, path in (("--csv", args.csv), ("--checks-csv", args.checks_csv)):
+        if path is not None and not path.absolute().parent.is_dir():
+            raise ESError(f"{option} {path}: the folder {path.absolute().parent} does not exist (nothing graded)")
     from .gradebook import grade_class
     return grade_class(args.submissions, as_json=args.json, cell_timeout=args.cell_timeout,
                        check_timeout=args.check_timeout, csv_path=args.csv, feedback=args.feedback, jobs=args.jobs,
                        submission_timeout=args.submission_timeout, seed=args.input_seed, only=only,
                        student=args.student, feedback_format=args.feedback_format, support_path=args.support_path,
-                       checks_csv=args.checks_csv, csv_format=args.csv_format)
+                       checks_csv=args.checks_csv, csv_format=args.csv_format,
+                       allow_unsandboxed=args.allow_unsandboxed)
 
 
 def cmd_site(args) -> int:
@@ -147,16 +164,51 @@ def build_parser(prog: str = "python -m classroom") -> argparse.ArgumentParser:
 
 
 def main(argv=None, prog: str = "python -m classroom") -> int:
+    """The command's exit status; every way it ends has a line in docs/instructors.md's exit
+    table, with a message and no traceback."""
+    from .environment import grader_cannot_import
+    try:
+        return _main(argv, prog)
+    except (ImportError, PermissionError) as exc:
+        if not _importing(exc):
+            print(f"error: the grader failed: {exc.__class__.__name__}: {exc} (nothing more was graded or written)",
+                  file=sys.stderr)
+            return 1
+        print(grader_cannot_import(exc), file=sys.stderr)     # the grader's own modules: this machine cannot grade
+        return 3
+    except Exception as exc:                          # a failure of the grader itself
+        print(f"error: the grader failed: {exc.__class__.__name__}: {exc} (nothing more was graded or written; "
+              "please report it with the command you ran)", file=sys.stderr)
+        return 1
+
+
+def _importing(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from an import (not, say, from writing the gradebook)."""
+    if isinstance(exc, ImportError):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        tb = tb.tb_next
+    return str(getattr(exc, "filename", "")).endswith((".py", ".pyc", ".so"))
+
+
+def _main(argv, prog: str) -> int:
     import signal
     from es.cli import Terminated, _on_sigterm
+    from .sandbox import EXIT_UNSANDBOXED, NoSandbox
+    from .preflight import EXIT_STATUS, PreflightFailed
     args = build_parser(prog).parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    from .preflight import EXIT_STATUS, PreflightFailed
     try:
         return COMMANDS[args.command](args)
     except PreflightFailed as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_STATUS
+    except NoSandbox as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_UNSANDBOXED
     except ESError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -10,8 +10,15 @@ is refused outright, since it could reach anything. A notebook that executes or 
 ``solutions/`` loses every check. Students keep what the notebooks hand them (e.g.
 ``es.envs.cartpole.run_cartpole_batch`` and ``es.policies.MLPPolicy`` in notebooks 01-02).
 
-Not caught: copying the reference's source text into the notebook, or reaching it through
-names built from strings inside objects the scan cannot follow. The kernel's own report
+``solutions/`` is found in every string of the code that names it as a path component,
+whole or as a piece: a literal path (``"/srv/course/solutions/01_cartpole.ipynb"``), the
+pieces of ``os.path.join(root, "solutions", name)`` and of ``pathlib`` paths
+(``Path(root) / "solutions"``), and the literal parts of f-strings (``f"{root}/solutions/{name}"``).
+
+Not caught: copying the reference's source text into the notebook; a name whose letters are
+built at run time (``"sol" + "utions"``, ``chr``, decoding, reading it from a file or the
+environment), or reaching the reference through names built from strings inside objects the
+scan cannot follow. Only the sandbox stops those: its kernel has no ``solutions/`` to find. The kernel's own report
 of where a function was defined (``__module__``) is a second, weaker line (see
 ``classroom.grade``).
 """
@@ -42,7 +49,9 @@ FORBIDDEN = {
 }
 ALWAYS = ("classroom", "pong.replay")
 DYNAMIC = {"__import__", "importlib", "exec", "eval", "compile", "runpy", "execfile"}
-SOLUTIONS = re.compile(r"solutions[/\\]|solutions['\"]", re.IGNORECASE)
+# a string that names solutions/ as a path component: "solutions", "/x/solutions/01.ipynb", the
+# pieces of os.path.join(root, "solutions", ...), Path(root) / "solutions", f"{root}/solutions/..."
+SOLUTIONS = re.compile(r"(^|[/\\])solutions($|[/\\])|solutions['\"]", re.IGNORECASE)
 
 
 def _source(cell_source: str) -> str:

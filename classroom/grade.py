@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from .check import CHECKS, CheckFailed, checks_for, input_seed, verdict
+from .check import CHECKS, RELEASE_SEEDS, CheckFailed, checks_for, input_seed, verdict
 from .remote import KernelError, KernelGone, Remote, ask
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,6 +165,14 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
             if row["message"].endswith(_GONE):
                 kernel.stop(client)
                 replay()                 # the next check gets a kernel in a known state
+        lost = [r for r in rows if r["points"] != r["max"] and r["name"] not in delegated
+                and (only is None or r["name"] in only)]
+        raised = [r.pop("raised") for r in rows if "raised" in r]
+        cause = _machine_fault(client.errors + raised, support_path) if lost else None
+        if cause:                        # the machine's failure cost points: ungraded, never 0
+            out["ungraded"] = cause[:800]
+            for r in lost:
+                r["points"], r["message"] = None, f"{r['name']}: ungraded: {cause[:300]}"
     except FolderFault as exc:       # the submission's files keep the kernel from starting: its doing
         for r in rows:
             if not r["message"]:
@@ -186,6 +194,28 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
     return out
 
 
+MACHINE_FAULT = "the kernel's environment failed, not the notebook: "
+
+
+def _machine_fault(errors, support: Path) -> str | None:
+    """Why the errors the student's cells and functions raised in the kernel (``(ename,
+    evalue, file of the innermost frame)``) are the machine's fault, or None
+    (``environment.blame``)."""
+    from .environment import blame, course_modules, notebooks_of
+    from .sandbox import HIDE
+    needed = None
+    for ename, evalue, where in errors:
+        if ename not in ("ImportError", "ModuleNotFoundError", "PermissionError"):
+            continue
+        if needed is None:
+            folder = notebooks_of(ROOT / "notebooks", support / "notebooks", support)
+            needed = course_modules(support, folder, HIDE) if folder else []
+        why = blame(ename, evalue, where, needed, support)
+        if why:
+            return f"{MACHINE_FAULT}{why[0]}. Fix: {why[1]}"
+    return None
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", str(name))[:100] or "student"
 
@@ -197,14 +227,21 @@ def _client(run, student_cells: int, cell_timeout: int, private: Path):
 
     class Client(NotebookClient):
         def output(self, outs, msg, display_id, cell_index):
+            if cell_index < student_cells and msg.get("msg_type") == "error" and len(self.errors) < 50:
+                from .environment import innermost_file
+                c = msg.get("content", {})
+                self.errors.append((str(c.get("ename", ""))[:100], str(c.get("evalue", ""))[:500],
+                                    innermost_file(c.get("traceback"))))
             if cell_index < student_cells or msg.get("msg_type") != "stream":
                 return None
             if sum(len(o.get("text", "")) for o in outs) > MAX_RESULT_BYTES:
                 return None
             return super().output(outs, msg, display_id, cell_index)
 
-    return Client(run, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=False,
-                  resources={"metadata": {"path": str(private)}})
+    client = Client(run, timeout=cell_timeout, allow_errors=True, interrupt_on_timeout=False,
+                    resources={"metadata": {"path": str(private)}})
+    client.errors = []            # (ename, evalue, file of the innermost frame) of the student's cells' errors
+    return client
 
 
 class GraderFault(Exception):
@@ -494,7 +531,7 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | 
                 return f"{name}: 0 points: {problem}"
             record["identity"] = student
         with _recording(record), contextlib.redirect_stdout(printed):
-            verdict(name, objs, seed)
+            verdict(name, objs, seed, repeatable=seed in RELEASE_SEEDS)    # can the student's release repeat it?
         detail = printed.getvalue().strip()
         if detail:
             row["detail"] = detail[:1000]
@@ -504,11 +541,16 @@ def _run_check(row: dict, execute, check_timeout: int, seed: int, given: dict | 
     except CheckFailed as exc:
         return str(exc)
     except KernelError as exc:
+        ename, _, evalue = str(exc).partition(": ")
+        row["raised"] = (ename, evalue, None)      # the machine's fault? (_machine_fault)
         return f"{name}: raised {str(exc)[:500]}"
     except KernelGone as exc:
         if exc.reason == "timeout":
             return f"{name}: the check did not finish in {check_timeout} s (an endless loop?) {_GONE}"
         return f"{name}: the kernel died during the check (out of memory, or os._exit?) {_GONE}"
+    except (ImportError, PermissionError) as exc:     # the grader's own imports or files, not the student's
+        from .environment import grader_cannot_import
+        raise GraderFault(grader_cannot_import(exc, whole=False)) from None
     except Exception as exc:   # the check could not use what came back (a tuple for a dict, ...)
         return (f"{name}: the check could not use what your code returned ({exc.__class__.__name__}: "
                 f"{str(exc)[:200]}); compare with the docstring")
@@ -667,9 +709,16 @@ def _child_main(argv=None) -> None:
     os.set_inheritable(fd, False)          # no process started from here gets the pipe
     from .quick_start import skip_unused_imports
     skip_unused_imports()
-    for module in PREIMPORT:               # before any student code runs: nothing written later shadows them
-        importlib.import_module(module)
     only = args.pop("only")
+    try:
+        for module in PREIMPORT:           # before any student code runs: nothing written later shadows them
+            importlib.import_module(module)
+    except (ImportError, PermissionError) as exc:     # the grader's own modules: ungraded, with the cause
+        from .environment import grader_cannot_import
+        res = {"ungraded": grader_cannot_import(exc, whole=False)}
+        with os.fdopen(fd, "wb") as f:
+            f.write(json.dumps(res).encode())
+        return
     try:
         res = _grade_here(args.pop("notebook"), args.pop("cell_timeout"), args.pop("check_timeout"), args.pop("seed"),
                           None if only is None else set(only), args.pop("student"), **args)

@@ -14,9 +14,11 @@ feedback), each in its own isolated child (``classroom.grade.grade``), ``--jobs`
 the longest first. All notebooks of a student use one input seed, printed in the feedback
 with the command that grades the student again on the same inputs.
 
-**First, a preflight** (``classroom.preflight``): one sandboxed kernel grades a known answer.
-If it cannot, nothing is graded and nothing is written: exit status 3 and one message that
-names the cause and the fix.
+**First, the sandbox and a preflight.** Where the kernels would get no sandbox, nothing is
+graded (exit status 5) unless ``allow_unsandboxed`` (``--allow-unsandboxed``). Then
+``classroom.preflight``: one kernel, in the sandbox, imports every module the course needs and
+grades a known answer. If it cannot, nothing is graded and nothing is written: exit status 3
+and one message that names the cause and the fix.
 
 **What comes out.** One row per student (``student, M1, M2, M3, M4, total, max``, ``extras``
 when they carry points: a bonus, not in ``total``, and ``status``), a second CSV with one row
@@ -29,10 +31,12 @@ gradebook in the layout those systems import instead (``LMS``).
 raises, hangs past the limits, leaves a process behind, cannot be read) is *graded*: 0 for what
 it cost, with a message that says what the notebook did. A failure of the grader's own
 machinery (a kernel that does not start even in an empty folder, a grading process that died,
-an exception in the grader) leaves the submission *ungraded*: no points at all (blank cells,
-never 0), ``status`` says why, and the exit status is 4. Exit statuses: 0 every submission
-graded; 2 bad input (a missing path, nothing gradable); 3 the preflight failed; 4 some
-submissions ungraded.
+an exception in the grader), or of the kernel's environment (a module the course needs that
+cannot be imported or read: ``grade._machine_fault``) leaves the submission *ungraded*: no
+points at all (blank cells, never 0), ``status`` says why, and the exit status is 4. Exit
+statuses: 0 every submission graded; 1 the grader failed; 2 bad input (a missing path,
+nothing gradable); 3 this machine cannot grade (the preflight, or the grader's own imports);
+4 some submissions ungraded; 5 no sandbox, not allowed; 130 interrupted.
 """
 from __future__ import annotations
 
@@ -49,8 +53,10 @@ from .check import CHECKS, checks_for
 from .feedback import write_feedback
 from .grade import MILESTONE_MAX, grade, notebook_name, student_of, table, validate
 from .records import MILESTONES, Student, extras_points, is_ungraded, student_rows, totals
+from .sandbox import EXIT_UNSANDBOXED, NoSandbox, unsandboxed  # noqa: F401 (every exit status here)
 
-EXIT_GRADED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED = 0, 2, 3, 4
+EXIT_GRADED, EXIT_FAILED, EXIT_USAGE, EXIT_PREFLIGHT, EXIT_UNGRADED = 0, 1, 2, 3, 4
+
 MILESTONE_TITLES = {"M1": "ES in one thread solves CartPole-v1", "M2": "parallel with joblib",
                     "M3": "distributed through Redis", "M4": "Pong better than random"}
 LMS = ("course", "canvas", "moodle")     # --csv-format
@@ -172,15 +178,21 @@ def collect(paths, student: str | None = None) -> list[Student]:
 
 def grade_class(paths, *, as_json=False, cell_timeout=900, check_timeout=600, log=print, csv_path=None,
                 feedback=None, jobs=None, submission_timeout=3600, seed=None, only=None, student=None,
-                feedback_format="md", support_path=None, checks_csv=None, csv_format="course", preflight=True) -> int:
+                feedback_format="md", support_path=None, checks_csv=None, csv_format="course", preflight=True,
+                allow_unsandboxed=False) -> int:
     """Grade every student found in ``paths``; the exit status (``EXIT_*``). Raises
-    ``PreflightFailed`` (nothing graded, nothing written) when the known answer does not grade."""
+    ``NoSandbox`` where the kernels would have no isolation and ``allow_unsandboxed`` is not
+    given, and ``PreflightFailed`` when the known answer does not grade (nothing graded,
+    nothing written)."""
     from concurrent.futures import ThreadPoolExecutor
     if csv_format not in LMS:
         raise ESError(f"--csv-format must be one of {', '.join(LMS)}, not {csv_format}")
     students = collect(paths, student)
     if student is not None and len(students) > 1:
         raise ESError(f"--student names one submission; {len(students)} were given")
+    warning = unsandboxed(allow_unsandboxed)
+    if warning and not as_json:
+        log(warning)
     if preflight:
         from . import preflight as pre
         pre.ensure(support_path, log=None if as_json else log)

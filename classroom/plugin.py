@@ -5,7 +5,7 @@ from es import registry
 HELP = {"notebooks": "build notebooks/ and solutions/ from source/ (python -m classroom notebooks)",
         "release": "write the student release: notebooks and support code, no answer key",
         "grade": "grade submitted notebooks or a class (python -m classroom grade)",
-        "preflight": "can this machine grade? a known answer in a sandboxed kernel (python -m classroom preflight)",
+        "preflight": "can this machine grade? a known answer in the kernel students get (python -m classroom preflight)",
         "site": "build the course website offline (python -m classroom site)"}
 
 

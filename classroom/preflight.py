@@ -1,10 +1,11 @@
-"""``python -m classroom preflight``: before any student is graded, one sandboxed kernel grades a
-known answer. Where it cannot, grading stops (exit status 3, nothing graded, no gradebook) with
+"""``python -m classroom preflight``: before any student is graded, one kernel, started as the
+students' kernels will be (in the sandbox, where this machine has one), grades a known answer. Where it cannot, grading stops (exit status 3, nothing graded, no gradebook) with
 one message naming the cause and the fix, instead of writing the grader's own failure down as
 every student's zero.
 
-The known answer is a notebook whose single cell imports the support code and defines a
-correct ``centered_ranks``; it is graded exactly as a student's 00 is (same sandbox, same
+The known answer is a notebook whose single cell imports every module the course notebooks
+need (``environment.course_modules``; the first that fails is named, with its file and the
+fix) and defines a correct ``centered_ranks``; it is graded exactly as a student's 00 is (same sandbox, same
 kernel, the grader's own check on fresh inputs) and must score full marks. ``grade_class``
 runs it first, once per process for a given support path and sandbox.
 
@@ -34,10 +35,13 @@ from pathlib import Path
 from es.errors import ESError
 
 KNOWN_ANSWER = '''\
-import numpy as np
+_es_cannot_import = None
 {imports}
 
 def centered_ranks(returns):
+    if _es_cannot_import is not None:      # the check's message carries it back to the grader
+        raise ImportError(IMPORT_MARKER + "|".join(map(str, _es_cannot_import)))
+    import numpy as np
     x = np.asarray(returns, dtype=np.float64)
     n = len(x)
     order = np.argsort(x, kind="stable")
@@ -47,6 +51,15 @@ def centered_ranks(returns):
     ranks = (np.bincount(inverse, weights=ranks) / np.bincount(inverse))[inverse]
     return ranks / (n - 1) - 0.5
 '''
+IMPORT_MARKER = "@@preflight-import@@"
+TRY_IMPORT = """\
+try:
+    import {module}
+except BaseException as _e:
+    if _es_cannot_import is None:
+        _es_cannot_import = ({module!r}, _e.__class__.__name__, getattr(_e, "filename", None) or "",
+                             getattr(_e, "strerror", None) or str(_e)[:150])
+"""
 CHECK = "centered_ranks"
 EXIT_STATUS = 3
 _PASSED: set = set()
@@ -65,17 +78,30 @@ class Preflight:
     result: dict
 
     def passed(self) -> str:
+        if self.isolation == "none":
+            return (f"preflight passed: a known answer scored full marks in a kernel WITHOUT isolation (none: a plain "
+                    f"process of this user, no sandbox; {self.seconds:.1f} s)")
         return (f"preflight passed: a known answer scored full marks in a sandboxed kernel ({self.isolation}, "
                 f"{self.seconds:.1f} s)")
 
 
 def known_answer(folder: Path, support_path: Path) -> Path:
-    """The known-answer notebook, in ``folder``: it imports what the support code has."""
+    """The known-answer notebook, in ``folder``: it imports every module the course notebooks
+    need (``environment.course_modules``), then defines a correct ``centered_ranks``, which
+    raises, naming the first module that failed, where one did."""
     import nbformat
-    imports = [f"import {p}" for p in ("es",) if (support_path / p / "__init__.py").exists()]
-    if (support_path / "classroom" / "check.py").exists():
-        imports.append("from classroom import check")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KNOWN_ANSWER.format(imports="\n".join(imports)))])
+    from .environment import course_modules, notebooks_of
+    from .grade import ROOT
+    from .sandbox import HIDE
+    notebooks = notebooks_of(ROOT / "notebooks", support_path / "notebooks", support_path)
+    if notebooks is None:
+        raise PreflightFailed(f"preflight failed: the course notebooks are in none of {ROOT / 'notebooks'}, "
+                              f"{support_path / 'notebooks'} or {support_path}, so what they import cannot be checked. "
+                              f"Grade from a checkout or a release (pip install -e ., as requirements.txt does).\n"
+                              f"Nothing was graded and no gradebook or feedback was written (exit status {EXIT_STATUS}).")
+    imports = "".join(TRY_IMPORT.format(module=m) for m in course_modules(support_path, notebooks, HIDE))
+    source = KNOWN_ANSWER.format(imports=imports).replace("IMPORT_MARKER", repr(IMPORT_MARKER))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
     nb.metadata["es_course"] = {"notebook": "00_es_from_scratch"}
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
@@ -128,13 +154,32 @@ def diagnose(res: dict, row: dict | None, support: Path, isolation: str) -> str:
     said = said or res.get("error") or (row or {}).get("message") or "no result"
     said = re.sub(r"^ungraded: ", "", str(said))
     cause, fix = _cause(said, support, isolation)
-    return (f"preflight failed: a kernel in the grader's sandbox ({isolation}: {describe(isolation)}) could not grade "
+    where = "a kernel without a sandbox" if isolation == "none" else "a kernel in the grader's sandbox"
+    return (f"preflight failed: {where} ({isolation}: {describe(isolation)}) could not grade "
             f"a known answer, so every student would get the grader's failure as a zero.\n"
             f"  what happened: {said[:700]}\n  cause: {cause}\n  fix: {fix}\n"
             f"Nothing was graded and no gradebook or feedback was written (exit status {EXIT_STATUS}).")
 
 
 def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
+    from .environment import fix_missing, fix_unreadable, module_at
+    from .grade import MACHINE_FAULT
+    blamed = re.search(re.escape(MACHINE_FAULT) + r"(.*)\. Fix: (.*)", said)
+    if blamed:
+        return blamed.group(1), blamed.group(2)
+    failed = re.search(re.escape(IMPORT_MARKER) + r"([^|]*)\|([^|]*)\|([^|]*)\|(.*)", said)
+    if failed:
+        module, error, path, message = failed.groups()
+        message = re.sub(rf" \(in {CHECK}, line .*$", "", message)        # the known answer's own frame
+        needs = f"the kernel cannot import {module}, which the course notebooks import ({error}: {message[:200]})"
+        if error == "PermissionError" and path:
+            owner = module_at(path) or module
+            return (f"{needs}: its user cannot read {path}{_mode_of(path)} (module {owner})",
+                    fix_unreadable(path, owner))
+        return needs, fix_missing(module)
+    missing = re.search(r"No module named '([^']+)'", said)
+    if missing and not missing.group(1).startswith("ipykernel"):
+        return f"the kernel cannot import {missing.group(1)}", fix_missing(missing.group(1))
     denied = re.search(r"Permission denied: '([^']+)'", said)
     unreadable = denied.group(1) if denied else None
     if unreadable is None and isolation == "namespaces" and "it said" not in said:
@@ -147,11 +192,10 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
     if unreadable:
         top = next((str(p) for p in (support, Path(sys.prefix), Path(sys.base_prefix))
                     if unreadable == str(p) or unreadable.startswith(str(p) + "/")), os.path.dirname(unreadable))
-        try:
-            st = os.stat(unreadable)
-            how = f" (mode {st.st_mode & 0o7777:04o}, owner uid {st.st_uid})"
-        except OSError:
-            how = ""
+        how = _mode_of(unreadable)
+        from .environment import module_at
+        module = module_at(unreadable)
+        how += f" (module {module})" if module else ""
         return (f"the kernel's user, an ordinary uid, cannot read {unreadable}{how}: it was installed or cloned under "
                 "umask 077, readable by its owner only",
                 f"make it readable: chmod -R a+rX {top}   (or install or clone it again under umask 022)")
@@ -169,6 +213,14 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
                 f"start one by hand to see why: {sys.executable} -m ipykernel_launcher --help")
     return ("the known answer did not score full marks in the grader's sandbox",
             "run `python -m classroom preflight` to repeat this, and read what happened above")
+
+
+def _mode_of(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f" (mode {st.st_mode & 0o7777:04o}, owner uid {st.st_uid})"
 
 
 def first_unreadable(roots, descend=None, limit: int = 400_000) -> str | None:
@@ -210,12 +262,24 @@ def _closed(path: str) -> bool:
     return st.st_mode & need != need
 
 
-def main(support_path=None, as_json: bool = False) -> int:
+def main(support_path=None, as_json: bool = False, allow_unsandboxed: bool = False) -> int:
+    """``python -m classroom preflight``: 0 passed (in a sandbox, or without one where allowed),
+    3 failed, 5 passed or not, but the kernel had no sandbox and that was not allowed."""
+    from .sandbox import EXIT_UNSANDBOXED, NoSandbox, unsandboxed
+    try:
+        warning, refused = unsandboxed(allow_unsandboxed, "preflight"), None
+    except NoSandbox as exc:
+        warning, refused = None, str(exc)
     p = run(support_path)
+    status = EXIT_STATUS if not p.ok else EXIT_UNSANDBOXED if refused else 0
     if as_json:
-        print(json.dumps({"ok": p.ok, "isolation": p.isolation, "seconds": p.seconds, "message": p.message}))
-    elif p.ok:
+        print(json.dumps({"ok": p.ok, "isolation": p.isolation, "seconds": p.seconds, "message": p.message,
+                          "warning": refused or warning or "", "status": status}))
+        return status
+    if p.ok:
         print(p.passed())
     else:
         print(p.message, file=sys.stderr)
-    return 0 if p.ok else EXIT_STATUS
+    if refused or warning:
+        print(refused or warning, file=sys.stderr)
+    return status

@@ -20,7 +20,8 @@ What a graded kernel, and every process it starts, can reach:
   With bubblewrap, a uid inside a user namespace with no capabilities outside it, ``no_new_privs``
   and no further user namespaces; ``namespace_members`` finds anything still running in it.
 * **files**: a new root (a tmpfs) holding only the system directories (``/usr``, ``/etc``, ...)
-  and Python's installation read-only, the support code (``support_path``, read-only, without
+  and Python's installation read-only (with every site folder on the grader's import path),
+  the support code (``support_path``, read-only, without
   ``hide``: the answer key, the instructor's sources, the tests and the git history), the
   grader's probe package read-only, a copy of the submission's folder (its working directory,
   writable), and a private ``/tmp``, ``/dev/shm`` and ``/proc``. The grader's files, its
@@ -131,6 +132,31 @@ def _probe_mode() -> tuple[str, str]:
     return ("namespaces", "") if status == 0 else ("none", f"namespaces refused ({why or 'unknown'})")
 
 
+EXIT_UNSANDBOXED = 5
+ALLOW_UNSANDBOXED = "ES_COURSE_ALLOW_UNSANDBOXED"      # =1: the same as --allow-unsandboxed
+
+
+class NoSandbox(Exception):
+    """The kernels would run without isolation and the instructor did not allow it: nothing graded."""
+
+
+def unsandboxed(allow: bool = False, command: str = "grade") -> str | None:
+    """Where kernels would run without isolation: the warning; None where they get a sandbox.
+    Raises ``NoSandbox`` (exit status 5) unless ``allow`` (``--allow-unsandboxed``, or
+    ``ES_COURSE_ALLOW_UNSANDBOXED=1``)."""
+    isolation, why = mode()
+    if isolation != "none":
+        return None
+    warning = (f"warning: no sandbox on this machine ({why}): each student's kernel would run WITHOUT isolation, as a "
+               "plain process of this user that can read whatever the grader can (the answer key, the other "
+               "students' work, the grader's files). Grade as root, or as a user with bubblewrap (apt install "
+               "bubblewrap), to give each kernel a sandbox")
+    if not (allow or os.environ.get(ALLOW_UNSANDBOXED) == "1"):
+        raise NoSandbox(f"{warning}; or pass --allow-unsandboxed to {command} anyway. Nothing was graded "
+                        f"(exit status {EXIT_UNSANDBOXED}).")
+    return warning + " (allowed by --allow-unsandboxed)"
+
+
 def describe(isolation: str) -> str:
     """What ``isolation`` (a result's field) means, in a few words."""
     return {"namespaces": "its own uid and namespaces, built by the grader as root",
@@ -210,9 +236,13 @@ def kill_until_gone(find, rounds: int = 20) -> list[int]:
 
 # ---- the grader's side: what the sandbox holds, and the kernel spec that builds it
 def system_binds() -> list[str]:
-    """Read-only directories every kernel needs: the system's and Python's installation."""
+    """Read-only directories every kernel needs: the system's and Python's installation, with
+    every site folder on the grader's import path that lies outside it (a venv made inside
+    another venv reaches that one's packages through a .pth file: the kernel must see what
+    the grader sees)."""
     out = []
-    for p in [*SYSTEM, sys.prefix, sys.base_prefix, sys.exec_prefix]:
+    sites = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages") and os.path.isdir(p)]
+    for p in [*SYSTEM, sys.prefix, sys.base_prefix, sys.exec_prefix, *sites]:
         if os.path.lexists(p) and not any(p == q or p.startswith(q.rstrip("/") + "/") for q in out):
             out.append(p)
     return out

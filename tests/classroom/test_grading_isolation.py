@@ -184,12 +184,25 @@ def test_a_train_cartpole_that_calls_es_train_scores_0_and_the_rest_stands(tmp_p
     assert res["total"] == res["max"] - r["train_cartpole"]["max"], res
 
 
+# Issue 39: the code scan follows solutions/ however the path is put together from pieces
+SOLUTION_PATHS = {
+    "relative": "'../solutions/00_es_from_scratch.ipynb'",
+    "os.path.join": "os.path.join(os.path.dirname(os.path.dirname(es.__file__)), 'solutions', '00_es_from_scratch.ipynb')",
+    "pathlib /": "str(pathlib.Path(es.__file__).parents[1] / 'solutions' / '00_es_from_scratch.ipynb')",
+    "f-string": "f'{os.path.dirname(os.path.dirname(es.__file__))}/solutions/00_es_from_scratch.ipynb'",
+    "absolute literal": repr(str(ROOT / "solutions" / "00_es_from_scratch.ipynb")),
+}
+
+
 @pytest.mark.slow
-def test_a_notebook_that_runs_the_solutions_loses_every_check(tmp_path):
-    path = blank_with(tmp_path, "import nbformat\nfrom nbclient import NotebookClient\n"
-                                "_nb = nbformat.read('../solutions/00_es_from_scratch.ipynb', 4)\n")
+@pytest.mark.parametrize("where", list(SOLUTION_PATHS.values()), ids=list(SOLUTION_PATHS))
+def test_a_notebook_that_reads_the_solutions_loses_every_check_however_it_builds_the_path(tmp_path, where):
+    """A complete, correct notebook that also names solutions/ (even in pieces) loses every
+    check: the scan, not the sandbox (whose kernel has no solutions/ to read), took the points."""
+    path = submission(tmp_path, ["import os, pathlib, es, nbformat\n"
+                                 f"try:\n    _nb = nbformat.read({where}, 4)\nexcept OSError:\n    pass\n"])
     res = grade(path, cell_timeout=60, check_timeout=30)
-    assert res["total"] == 0 and all("solutions/" in r["message"] for r in res["checks"]), res
+    assert res["total"] == 0 and all("reads or runs solutions/" in r["message"] for r in res["checks"]), res
 
 
 # ---- answers fixed in advance: the checks' inputs are fresh in every grading run

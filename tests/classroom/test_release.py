@@ -175,3 +175,30 @@ def test_a_release_checks_with_its_recorded_answers_alone(released):
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("OK es_step") == 3
     assert "FAILED es_step: no weight decay" in out.stdout
+
+
+def test_a_failed_check_offers_to_repeat_its_seed_only_where_the_release_can(released):
+    """Issue 39: feedback told a student "check.centered_ranks(..., seed=4010941488) repeats
+    them", which a release (answers for seeds 11, 22, 33 only) answers with RuntimeError. The
+    grader offers the repeat for a recorded seed only, and each message is true in the release."""
+    from classroom import check
+    messages = {}
+    for seed in (22, 4010941488):
+        try:
+            check.verdict("es_step", [lambda *a, **k: (a[0], a[-1])], seed, repeatable=seed in check.RELEASE_SEEDS)
+        except check.CheckFailed as exc:
+            messages[seed] = str(exc)
+    assert "check.es_step(..., seed=22) repeats them" in messages[22]
+    assert "repeats them" not in messages[4010941488] and "your instructor can" in messages[4010941488]
+    script = ("from classroom import check\n"
+              "for seed, offered in ((22, True), (4010941488, False)):\n"
+              "    try:\n"
+              "        check.es_step(lambda *a: (a[0], a[-1]), seed=seed)\n"
+              "    except check.CheckFailed as exc:\n"
+              "        print(seed, 'REPEATS' if 'repeats them' in str(exc) else 'NOT OFFERED')\n"
+              "    except RuntimeError as exc:\n"
+              "        print(seed, 'CANNOT', exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=released, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(released), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert "22 REPEATS" in out.stdout and "4010941488 CANNOT" in out.stdout, out.stdout
