@@ -84,6 +84,7 @@ def test_a_class_of_four_gets_a_row_each_with_the_right_totals_and_feedback_with
     assert "no folder pong-run" in by[("carol", "pong_agent")]["message"]
     assert "trained as 'reference' (the notebook's STUDENT_ID)" in by[("bob", "pong_agent")]["message"]
     assert all("not implemented yet" in r["message"] or "define" in r["message"] or "no folder pong-run" in r["message"]
+               or "cheetah-run lacks" in r["message"]    # 06's agent: a blank notebook trained nothing
                for (s, _), r in by.items() if s == "blank"), [r["message"] for (s, _), r in by.items() if s == "blank"]
     # the summary: per milestone the mean and how many got full marks, per check how many passed
     text = out.stdout
