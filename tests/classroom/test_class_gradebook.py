@@ -83,14 +83,15 @@ def test_a_class_of_four_gets_a_row_each_with_the_right_totals_and_feedback_with
     assert "forgot to center" in by[("carol", "centered_ranks")]["message"]
     assert "no folder pong-run" in by[("carol", "pong_agent")]["message"]
     assert "trained as 'reference' (the notebook's STUDENT_ID)" in by[("bob", "pong_agent")]["message"]
-    assert all("not implemented yet" in r["message"] or "define" in r["message"] or "no folder pong-run" in r["message"]
-               or "cheetah-run lacks" in r["message"]    # 06's agent: a blank notebook trained nothing
-               for (s, _), r in by.items() if s == "blank"), [r["message"] for (s, _), r in by.items() if s == "blank"]
+    blank_said = ("not implemented yet", "define", "no folder pong-run",
+                  "no folder cheetah-run")   # 06's agent: a blank notebook trained nothing
+    unexplained = [r["message"] for (s, _), r in by.items() if s == "blank" and not any(x in r["message"] for x in blank_said)]
+    assert not unexplained, unexplained
     # the summary: per milestone the mean and how many got full marks, per check how many passed
     text = out.stdout
     assert re.search(r"M1\s+7\.0 / 10\s+2 of 4", text) and re.search(r"centered_ranks\s+M1\s+2 of 4", text), text[-2500:]
     assert re.search(r"pong_agent\s+M4\s+%d of 4" % (1 if passing else 0), text)
-    assert "graded 4 student(s), 24 notebook(s)" in text
+    assert "graded 4 student(s), 28 notebook(s)" in text     # 7 notebooks each
     files = sorted(p.name for p in (tmp_path / "feedback").iterdir())
     assert files == ["blank.md", "bob.md", "carol.md", "reference.md"]
     ref = (tmp_path / "feedback" / "reference.md").read_text()
