@@ -130,8 +130,9 @@ def test_a_resumed_run_is_bit_identical_and_eval_plays_with_the_runs_statistics(
     assert meta["obs_stats"] == load_checkpoint(tmp_path / "cut")[1]["obs_stats"]
     problem, center, _ = load_agent(tmp_path / "whole")
     stats = ObsStats.from_array(meta["obs_stats"])
-    steps = sum(m["gen_env_steps"] for m in whole.metrics)     # the members' states and the center's (<= 40 each)
-    assert steps - 40 * len(whole.metrics) <= stats.count < steps
+    steps = sum(m["gen_env_steps"] for m in whole.metrics)     # the members' states and the center's episodes'
+    center_cap = 40 * cfg.center_episodes * len(whole.metrics)  # (at most 40 steps each)
+    assert steps - center_cap <= stats.count < steps
     assert problem.obs_norm.tobytes() == np.stack(mean_std(stats)).tobytes()
 
 
