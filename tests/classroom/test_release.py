@@ -156,6 +156,12 @@ def es_step(center, noise, fitness, state, sigma, lr, weight_decay):
 '''
 
 
+def run_in_release(released, script: str) -> subprocess.CompletedProcess:
+    """``script`` run in the release's own folder, with only the release on the path (no answer key)."""
+    return subprocess.run([sys.executable, "-c", script], cwd=released, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(released), "PATH": "/usr/bin:/bin"})
+
+
 def test_a_release_checks_with_its_recorded_answers_alone(released):
     """In the release's own folder (no answer key importable), a right es_step passes on every
     recorded seed and a mistaken one is named, as with the answer key."""
@@ -170,8 +176,7 @@ def test_a_release_checks_with_its_recorded_answers_alone(released):
               "    check.es_step(es_step, seed=22)\n"
               "except check.CheckFailed as exc:\n"
               "    print('FAILED', exc)\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=released, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(released), "PATH": "/usr/bin:/bin"})
+    out = run_in_release(released, script)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("OK es_step") == 3
     assert "FAILED es_step: no weight decay" in out.stdout
@@ -198,7 +203,6 @@ def test_a_failed_check_offers_to_repeat_its_seed_only_where_the_release_can(rel
               "        print(seed, 'REPEATS' if 'repeats them' in str(exc) else 'NOT OFFERED')\n"
               "    except RuntimeError as exc:\n"
               "        print(seed, 'CANNOT', exc)\n")
-    out = subprocess.run([sys.executable, "-c", script], cwd=released, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(released), "PATH": "/usr/bin:/bin"})
+    out = run_in_release(released, script)
     assert out.returncode == 0, out.stderr
     assert "22 REPEATS" in out.stdout and "4010941488 CANNOT" in out.stdout, out.stdout
