@@ -80,6 +80,12 @@ def member_obs(task: GenerationTask, n: int) -> tuple | None:
     return None if task.obs_norm is None else tuple(np.zeros((n, task.obs_norm.shape[1])) for _ in range(2))
 
 
+def put_obs(obs, a: int, b: int, part) -> None:
+    """Members ``[a, b)``'s statistics into those ``member_obs`` made (nothing where there are none)."""
+    if obs is not None:
+        obs[0][a:b], obs[1][a:b] = part
+
+
 def evaluate_center(problem, task: GenerationTask, center_seeds) -> tuple[float | None, int]:
     """The center's return and length alone (``None, 0`` without center seeds): what a master
     plays while its workers play the members."""

@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from .envs import make_problem, rebuildable
 from .errors import ESError
-from .evaluators import GenerationResult, evaluate_center, evaluate_members, member_obs
+from .evaluators import GenerationResult, evaluate_center, evaluate_members, member_obs, put_obs
 from .interfaces import Evaluator
 from .strategy import GenerationTask
 
@@ -79,12 +79,6 @@ def evaluate_chunk(key, problem, fields: dict, center, start: int, stop: int, se
                                       f"seeds {list(map(int, seeds))}) failed: {one.__class__.__name__}: {one}") from None
         raise EvaluationError(f"generation {task.generation} (run seed {task.seed}) failed: "
                               f"{exc.__class__.__name__}: {exc}") from None
-
-
-def _put_obs(obs, a: int, b: int, part) -> None:
-    """Members ``[a, b)``'s observation statistics into the generation's (no-op without them)."""
-    if obs is not None:
-        obs[0][a:b], obs[1][a:b] = part
 
 
 def chunk_bounds(population: int, chunks: int, align: int = 32) -> list[tuple[int, int]]:
@@ -277,7 +271,7 @@ class ParallelEvaluator(Evaluator):
             b = min(n, a + step)
             t0 = time.perf_counter()
             returns[a:b], lengths[a:b], _, _, part = evaluate_members(self.problem, task, np.arange(a, b), seeds)
-            _put_obs(obs, a, b, part)
+            put_obs(obs, a, b, part)
             seconds += time.perf_counter() - t0
             a = b
         if a:
@@ -288,7 +282,7 @@ class ParallelEvaluator(Evaluator):
             rest = [(a + x, a + y) for x, y in self.bounds(n - a)]
             t0 = time.perf_counter()
             returns[a:], lengths[a:], cr, cl, part, busy = self._dispatch(task, seeds, center_seeds, rest)
-            _put_obs(obs, a, n, part)
+            put_obs(obs, a, n, part)
             info.update(chunks=len(rest), worker_busy=round(busy / ((time.perf_counter() - t0) * self.workers), 3))
         else:
             cr, cl = evaluate_center(self.problem, task, center_seeds)

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import GenerationResult, evaluate_center, evaluate_members, member_obs
+from ..evaluators import GenerationResult, evaluate_center, evaluate_members, member_obs, put_obs
 from ..interfaces import Evaluator
 from ..parallel import _problem, chunk_bounds, dispatch_order, guided_bounds   # _problem: built once per process
 from . import protocol as P
@@ -136,8 +136,7 @@ class DaskEvaluator(Evaluator):
                 except P.BadPayload as exc:
                     raise ESError(f"dask: a bad result for members {a}..{b - 1} of generation {g}: {exc}") from None
                 returns[a:b], lengths[a:b] = res["returns"], res["lengths"]
-                if obs is not None:
-                    obs[0][a:b], obs[1][a:b] = res["obs"]
+                put_obs(obs, a, b, res["obs"])
                 if c:
                     center = res["center"]
         finally:

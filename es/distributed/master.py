@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from ..errors import ESError
-from ..evaluators import GenerationResult, member_obs
+from ..evaluators import GenerationResult, member_obs, put_obs
 from ..interfaces import Evaluator
 from ..parallel import EvaluationError, chunk_bounds, dispatch_order, guided_bounds
 from . import protocol as P
@@ -352,8 +352,7 @@ class RedisEvaluator(Evaluator):
 
     def _accept(self, res, a, b, jid) -> bool:
         self._returns[a:b], self._lengths[a:b] = res["returns"], res["lengths"]
-        if self._obs is not None:
-            self._obs[0][a:b], self._obs[1][a:b] = res["obs"]
+        put_obs(self._obs, a, b, res["obs"])
         if res["center"] is not None:
             self._center = (*res["center"], res["worker"])
         self._done[jid] = res["worker"]
