@@ -11,8 +11,8 @@ from .policy import make_pong_policy
 from .problem import PongProblem
 
 # What a worker agrees to build from a spec it did not write, beyond the core's bounds.
-MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS = 1024, 64, 256
-POLICY_TYPES = ("pong_dense", "pong_conv", "pong_objects")
+MAX_NUM_ENVS, MAX_THREADS, MAX_CHANNELS, MAX_KEYPOINTS = 1024, 64, 256, 8
+POLICY_TYPES = ("pong_dense", "pong_conv", "pong_objects", "pong_keypoints")
 
 # Fitness is the game score within a capped episode (max_steps agent steps); evaluation
 # plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
@@ -28,6 +28,9 @@ def validate_spec(spec: dict) -> None:
     if policy["type"] == "pong_objects":
         if not layer_sizes_ok(policy.get("hidden", [16])):
             raise ValueError("bad pong_objects hidden sizes")
+    elif policy["type"] == "pong_keypoints":
+        if not (int_in(policy.get("keypoints", 2), 1, MAX_KEYPOINTS) and layer_sizes_ok(policy.get("hidden", [16]))):
+            raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}] and valid hidden sizes")
     elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
@@ -46,7 +49,9 @@ def validate_spec(spec: dict) -> None:
 
 def make_problem(config, one_thread: bool):
     policy = config.extra.get("policy", "dense")
-    spec = {"conv": {"type": "pong_conv"}, "objects": {"type": "pong_objects", "hidden": list(config.hidden)}}.get(
+    spec = {"conv": {"type": "pong_conv"}, "objects": {"type": "pong_objects", "hidden": list(config.hidden)},
+            "keypoints": {"type": "pong_keypoints", "keypoints": config.extra.get("keypoints", 2),
+                          "hidden": list(config.hidden)}}.get(
         policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
@@ -58,16 +63,23 @@ def check_config(config) -> None:
         raise ESError(f"--policy must be one of {', '.join(POLICY_FLAGS)}, got {config.extra.get('policy')!r}")
     if config.extra.get("tie_break") not in (None, "length"):
         raise ESError(f"tie_break must be 'length' or unset, got {config.extra.get('tie_break')!r}")
+    k = config.extra.get("keypoints", 2)
+    if not int_in(k, 1, MAX_KEYPOINTS):
+        raise ESError(f"--keypoints must be an integer in [1, {MAX_KEYPOINTS}], got {k}")
+    if "keypoints" in config.extra and config.extra.get("policy") != "keypoints":
+        raise ESError("--keypoints applies to --policy keypoints only")
     n = config.extra.get("num_envs", 32)
     if not int_in(n, 1, MAX_NUM_ENVS):
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
 
 
 # Pong's own train flags (python -m es train pong --policy conv ...), set in config.extra.
-POLICY_FLAGS = ("dense", "conv", "objects")
-FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out), conv, or objects "
-                          "(ball, paddles and their products read off the pixels, an MLP read-out) [dense]",
-                          choices=POLICY_FLAGS),
+POLICY_FLAGS = ("dense", "conv", "objects", "keypoints")
+FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out), conv, objects "
+                          "(ball, paddles and their products read off the pixels by fixed code, an MLP read-out) or "
+                          "keypoints (learned filters and a spatial soft-argmax find what to track; their positions, "
+                          "speeds and products, an MLP read-out) [dense]", choices=POLICY_FLAGS),
+         registry.EnvFlag("--keypoints", "keypoints", "with --policy keypoints: how many keypoints [2]", int),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
          registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
                           "the first generations of a run from scratch) [none]", choices=("length",)))

@@ -232,4 +232,7 @@ def make_pong_policy(spec: dict):
         return PongConvPolicy(spec.get("channels", (8, 16)))
     if spec.get("type") == "pong_objects":
         return PongObjectsPolicy(spec.get("hidden", (16,)))
+    if spec.get("type") == "pong_keypoints":
+        from .keypoints import PongKeypointsPolicy    # it builds on this module
+        return PongKeypointsPolicy(spec.get("keypoints", 2), spec.get("hidden", (16,)))
     raise ValueError(f"unknown Pong policy {spec.get('type')!r}")

@@ -1,0 +1,209 @@
+"""A Pong policy that learns from the pixels where to look: learned filters, a spatial
+soft-argmax (keypoints), products of the keypoints' learned coordinates, an MLP.
+
+Every number between the 42x42x4 observation and the action comes from parameters that ES
+learns. The fixed steps are those any Atari agent takes: the frames are stacked and
+downsampled by the environment, the static picture (``background.npy``: field, walls, 0:0
+score) is subtracted and the result scaled by 1/255. Nothing here knows where the ball or
+the paddles are: no crops, columns, thresholds or masks written for them.
+
+Per keypoint ``k`` (``keypoints`` of them; each member has its own parameters):
+
+1. **A learned 3x3 filter** ``w_k`` (shared by the 4 frames, zero padding) and **a learned
+   pull** ``(a_k, c_k)`` along the columns and rows: the logit of pixel ``p`` is
+   ``SHARPNESS * (conv(x, w_k)(p) + a_k col(p) + c_k row(p))``, with ``col, row`` in [-1, 1].
+   The filter says *what* to look for (a small bright dot, a tall bar), the pull *where*
+   (the right side of the field, for our paddle): CoordConv's two channels folded into the
+   logits.
+2. **A spatial soft-argmax** per frame (Levine et al. 2016's keypoint layer): the softmax of
+   the logits over the 1764 pixels, and the expected column and row under it.
+3. **What the head reads** of each keypoint: its newest column and row, its velocity (the
+   least-squares slope over the 4 frames, pixels per agent step) and its presence (the share
+   of attention on pixels where something differs from the background: 0 when the frame is
+   empty, about 1 when an object outshines the empty field).
+4. **The head**: these ``5 K`` numbers and all their pairwise products, an MLP (16 tanh
+   units by default) to 3 logits, argmax. The products make "where will the ball cross my
+   column" (height + vertical speed x distance) a linear function of the features, as in
+   ``PongObjectsPolicy``, which reads the same kind of numbers off the pixels by fixed code.
+
+**Why it is fast** (the issue: a generation at least 0.8 of the bare games' speed). After
+subtracting the background, a frame is exactly zero except for ~20 pixels (ball, paddles,
+changed score digits). Where a pixel's 3x3 neighbourhood is all zero its logit is the pull
+alone, which is separable: ``sum_p exp(S (a col + c row)) = (sum_col exp(S a col)) x
+(sum_row exp(S c row))``. So the softmax's sums are the separable sums over the whole frame
+plus, for the few pixels near something, ``exp(logit) - exp(pull)``: the same softmax as the
+dense computation (``dense_keypoints``, which the tests compare it with) at a few hundred
+exponentials per frame instead of 1764. Sums run in float64 per (row, frame), in pixel order,
+so a member's action does not depend on which other members share its batch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from es.interfaces import Policy
+from es.policies import MLPPolicy
+from es.seeding import INIT, rng_for
+
+from .policy import _BACKGROUND_INT, N_ACTIONS, _check
+
+SIZE, FRAMES, TAPS = 42, 4, 9
+SHARPNESS = 40.0          # logit units per unit of filter response: the ball (~0.23 after /255)
+                          # outshines the 1764 empty pixels (ln 1764 = 7.5) at filter weight ~1
+FEATURES_PER_KEYPOINT = 5  # column, row, column speed, row speed, presence
+_COORD = np.linspace(-1.0, 1.0, SIZE)                       # col(p), row(p)
+_PIXEL = (np.arange(SIZE, dtype=np.float64) - (SIZE - 1) / 2) / 10   # the head's position unit: 10 pixels
+_STEPS = np.array([-1.5, -0.5, 0.5, 1.5])                   # frame times, centred: slope = sum(t v) / 5
+_OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+MAX_LOGIT = 600.0         # exp(600) ~ 1e260: float64 sums never overflow
+
+
+def _frames(obs) -> np.ndarray:
+    """uint8 ``(rows, 4, 42, 42)`` -> int16 ``frame - background`` (x 1/255 where it is used)."""
+    obs = _check(obs)
+    diff = obs.astype(np.int16) - _BACKGROUND_INT
+    diff[~obs.any(axis=(2, 3))] = 0       # the 3 empty frames after a reset: an empty field, not a black one
+    return diff
+
+
+def _unpack(front: np.ndarray, k: int):
+    """``(rows, k * 11)`` -> filters ``(rows, k, 9)``, pulls ``(rows, k, 2)`` (column, row)."""
+    front = front.reshape(len(front), k, TAPS + 2).astype(np.float64)
+    return front[:, :, :TAPS], front[:, :, TAPS:]
+
+
+def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
+    """The reference: the softmax over every pixel. ``x (rows, 4, 42, 42)`` (frame - background,
+    integers), ``filters
+    (rows, k, 9)``, ``pulls (rows, k, 2)`` -> (column, row, presence), each ``(rows, k, 4)``;
+    column and row in pixels."""
+    r = len(x)
+    x = np.asarray(x, dtype=np.float64) / 255
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    shifts = np.stack([padded[:, :, 1 + dy:1 + dy + SIZE, 1 + dx:1 + dx + SIZE] for dy, dx in _OFFSETS], axis=-1)
+    conv = np.einsum("rfyxj,rkj->rkfyx", shifts, filters)
+    pull = pulls[:, :, 0, None, None] * _COORD[None, None, None, :] + pulls[:, :, 1, None, None] * _COORD[None, None, :, None]
+    logits = np.minimum(SHARPNESS * (conv + pull[:, :, None]), MAX_LOGIT)
+    e = np.exp(logits).reshape(r, -1, FRAMES, SIZE * SIZE)
+    z = e.sum(axis=-1)
+    cols, rows = np.tile(np.arange(SIZE), SIZE), np.repeat(np.arange(SIZE), SIZE)
+    busy = (x != 0).reshape(r, 1, FRAMES, SIZE * SIZE)
+    presence = (e * busy).sum(axis=-1) / z
+    return (e * cols).sum(axis=-1) / z, (e * rows).sum(axis=-1) / z, presence
+
+
+def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
+    """The same as ``dense_keypoints``, computed from the separable sums over the empty field
+    plus corrections at the pixels whose 3x3 neighbourhood holds something (see the module's
+    docstring). Flat indices into a zero-padded ``(rows, 4, 44, 44)`` copy throughout."""
+    r, k = len(x), filters.shape[1]
+    side = SIZE + 2
+    padded = np.zeros((r, FRAMES, side, side), dtype=np.int16)
+    padded[:, :, 1:-1, 1:-1] = x
+    flat = padded.reshape(-1)
+    offsets = np.array([dy * side + dx for dy, dx in _OFFSETS])
+    busy_at = np.flatnonzero(flat != 0)                               # pixels that differ from the field
+    near_mask = np.zeros(flat.size, dtype=bool)
+    near_mask[(busy_at[:, None] - offsets).ravel()] = True           # ... and every pixel whose 3x3 window holds one
+    near_mask = near_mask.reshape(r, FRAMES, side, side)
+    near_mask[:, :, [0, -1], :] = False                               # the padding ring is no pixel
+    near_mask[:, :, :, [0, -1]] = False
+    near = np.flatnonzero(near_mask)                                  # per (row, frame), in pixel order
+    per_row = FRAMES * side * side
+    ri, rest = np.divmod(near, per_row)
+    fi, yx = np.divmod(rest, side * side)
+    yi, xi = np.divmod(yx, side)
+    yi, xi = yi - 1, xi - 1
+    patch = flat[near[:, None] + offsets] * (1 / 255)                 # (n, 9)
+    conv = np.empty((len(near), k))
+    bounds = np.searchsorted(ri, np.arange(r + 1))                   # near pixels are grouped by row
+    for i in range(r):                                                # one (n_i, 9) x (9, k) product per row
+        conv[bounds[i]:bounds[i + 1]] = patch[bounds[i]:bounds[i + 1]] @ filters[i].T
+    pull_here = pulls[ri, :, 0] * _COORD[xi, None] + pulls[ri, :, 1] * _COORD[yi, None]
+    e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
+    e_extra = e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
+    busy = (flat[near] != 0)[:, None]
+
+    # the empty field, separable: per (row, keypoint) over columns and over rows
+    ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (r, k, 42)
+    er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
+    sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
+    base_z = sc * sr
+    base_col = (ec * np.arange(SIZE)).sum(axis=-1) * sr
+    base_row = sc * (er * np.arange(SIZE)).sum(axis=-1)
+
+    bins = ((ri * FRAMES + fi) * k)[:, None] + np.arange(k)           # (row, frame, keypoint) of each value
+    size = r * FRAMES * k
+
+    def total(weights):
+        return np.bincount(bins.ravel(), weights.ravel(), minlength=size).reshape(r, FRAMES, k).transpose(0, 2, 1)
+
+    z = base_z[:, :, None] + total(e_extra)
+    z = np.maximum(z, np.finfo(np.float64).tiny)
+    col = (base_col[:, :, None] + total(e_extra * xi[:, None])) / z
+    row = (base_row[:, :, None] + total(e_extra * yi[:, None])) / z
+    return col, row, total(e_near * busy) / z
+
+
+def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) -> np.ndarray:
+    """``(rows, k, 4)`` each -> ``(rows, 5 k)``: newest column and row (in 10-pixel units from
+    the centre), their slopes over the 4 frames (pixels per step / 2) and the newest presence."""
+    pos_c = (col[..., 3] - (SIZE - 1) / 2) / 10
+    pos_r = (row[..., 3] - (SIZE - 1) / 2) / 10
+    slope_c = (col * _STEPS).sum(axis=-1) / 5 / 2
+    slope_r = (row * _STEPS).sum(axis=-1) / 5 / 2
+    f = np.stack([pos_c, pos_r, slope_c, slope_r, presence[..., 3]], axis=-1)
+    return f.reshape(len(f), -1)
+
+
+def _quadratic(f: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(f.shape[1])
+    return np.concatenate([f, f[:, i] * f[:, j]], axis=1)
+
+
+class PongKeypointsPolicy(Policy):
+    """Learned filters and pulls -> spatial soft-argmax keypoints -> their positions, speeds,
+    presences and pairwise products -> an MLP -> 3 logits. See the module docstring."""
+
+    def __init__(self, keypoints: int = 2, hidden=(16,)):
+        self.keypoints, self.hidden = int(keypoints), tuple(int(h) for h in hidden)
+        if not 1 <= self.keypoints <= 8:
+            raise ValueError(f"keypoints must be in [1, 8], got {keypoints}")
+        f = FEATURES_PER_KEYPOINT * self.keypoints
+        self.num_features = f + f * (f + 1) // 2
+        self.num_front = self.keypoints * (TAPS + 2)
+        self.head = MLPPolicy(self.num_features, N_ACTIONS, self.hidden)
+        self.num_params = self.num_front + self.head.num_params
+        self.discrete = True
+
+    def spec(self) -> dict:
+        return {"type": "pong_keypoints", "keypoints": self.keypoints, "hidden": list(self.hidden)}
+
+    def initial_params(self, seed: int) -> np.ndarray:
+        """Filters: the identity (the centre tap 1: "look at whatever differs most from the
+        empty field") plus N(0, 0.3) per tap, so the keypoints start apart; pulls N(0, 0.05);
+        the head as ``MLPPolicy`` (its last layer x 0.01: the first policy is nearly
+        indifferent). One generator from ``seed``, front first."""
+        rng = rng_for(seed, INIT)
+        filters = rng.standard_normal((self.keypoints, TAPS)) * 0.3
+        filters[:, TAPS // 2] += 1.0
+        pulls = rng.standard_normal((self.keypoints, 2)) * 0.05
+        front = np.concatenate([filters, pulls], axis=1).ravel()
+        return np.concatenate([front, self.head.initial_params(seed)]).astype(np.float32)
+
+    def unflatten(self, params):
+        params = np.asarray(params, dtype=np.float32)
+        if params.ndim != 2 or params.shape[1] != self.num_params:
+            raise ValueError(f"expected parameters of shape (rows, {self.num_params}), got {params.shape}")
+        return [(params[:, :self.num_front],)] + self.head.unflatten(params[:, self.num_front:])
+
+    def keypoints_of(self, front: np.ndarray, obs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(column, row, presence), each ``(rows, keypoints, 4)``: where each keypoint looks."""
+        filters, pulls = _unpack(np.asarray(front), self.keypoints)
+        return sparse_keypoints(_frames(obs), filters, pulls)
+
+    def features(self, front: np.ndarray, obs) -> np.ndarray:
+        return _quadratic(keypoint_features(*self.keypoints_of(front, obs))).astype(np.float32)
+
+    def forward(self, layers, obs) -> np.ndarray:
+        (front,), *head = layers
+        return self.head.forward(head, self.features(front, obs))
