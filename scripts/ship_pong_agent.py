@@ -1,13 +1,14 @@
-"""Ship a Pong run's center as pong/agent.npz (+ agent.json, agent-curve.png).
+"""Ship a Pong run's center as pong/agent.npz (+ agent.json, agent-curve.png), or under
+another name (``--name agent-pixels``: pong/agent-pixels.npz, .json, -curve.png).
 
     python scripts/ship_pong_agent.py RUN [--checkpoint RUN/checkpoint.npz] [--episodes 20]
-        [--seed 700000] [--selected-on "seeds 600000..600039"]
+        [--seed 700000] [--selected-on "seeds 600000..600039"] [--name agent]
 
 agent.npz is an es-course checkpoint without optimizer state (parameters + JSON header);
 agent.json records the command, seed, generation, wall time, env steps, how the checkpoint
 was chosen and the result of ``python -m es eval pong/agent.npz --episodes N --seed S``
 (agent and random policy) on seeds that must be held out: the script refuses seeds the run
-trained on. The shipped agent's row in docs/pong.md is rewritten from it.
+trained on. The agent's row in docs/pong.md (the row of its policy) is rewritten from it.
 """
 import argparse
 import json
@@ -44,6 +45,7 @@ def train_command(cfg: dict, run: Path) -> str:
     """The ``python -m es train`` command that makes this run (same config, same bits)."""
     extra = cfg.get("extra", {})
     parts = ["python -m es train pong", f"--policy {extra.get('policy', 'dense')}",
+             f"--keypoints {extra['keypoints']}" if "keypoints" in extra else "",
              f"--hidden {','.join(map(str, cfg['hidden']))}" if cfg["hidden"] else "--hidden ''",
              f"--seed {cfg['seed']} --population {cfg['population']} --sigma {cfg['sigma']:g}",
              f"--learning-rate {cfg['learning_rate']:g} --weight-decay {cfg['weight_decay']:g}",
@@ -60,6 +62,7 @@ def main():
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--seed", type=int, default=700_000, help="first held-out seed [700000]")
     ap.add_argument("--selected-on", default="", help="how the checkpoint was chosen (recorded in agent.json)")
+    ap.add_argument("--name", default="agent", help="the files' name under pong/ [agent]")
     args = ap.parse_args()
     center, meta, _ = load_checkpoint(args.checkpoint or args.run / "checkpoint.npz")
     cfg = meta["config"]
@@ -69,24 +72,25 @@ def main():
         sys.exit(f"seeds {args.seed}..{args.seed + args.episodes - 1} include games the run trained on")
     policy = meta["problem"]["policy"]["type"].removeprefix("pong_")
     header = {k: meta[k] for k in ("generation", "num_params", "problem", "config", "env_steps", "train_seconds")}
-    save_checkpoint(PONG / "agent.npz", center, header)
+    npz, record, curve = (PONG / f"{args.name}{suffix}" for suffix in (".npz", ".json", "-curve.png"))
+    save_checkpoint(npz, center, header)
     metrics = [json.loads(line) for line in (args.run / "metrics.jsonl").read_text().splitlines()]
     metrics = [m for m in metrics if m["generation"] < meta["generation"]]
-    plot_curve(metrics, PONG / "agent-curve.png", title=f"Pong, {policy} policy, seed {cfg['seed']} "
+    plot_curve(metrics, curve, title=f"Pong, {policy} policy, seed {cfg['seed']} "
                f"(training score within {cfg['max_steps']} steps)")
-    result = evaluate_checkpoint(PONG / "agent.npz", episodes=args.episodes, seed=args.seed)
+    result = evaluate_checkpoint(npz, episodes=args.episodes, seed=args.seed)
     result.pop("checkpoint", None)
     info = {"command": train_command(cfg, args.run), "policy": policy, "seed": cfg["seed"],
             "generations": meta["generation"], "env_steps": meta["env_steps"],
             "frames": 4 * meta["env_steps"], "wall_seconds": round(meta["train_seconds"], 1),
             "machine": "2 cores (shared VM)", "config": cfg,
             "selected_on": args.selected_on,
-            "eval_command": f"python -m es eval pong/agent.npz --episodes {args.episodes} --seed {args.seed}",
+            "eval_command": f"python -m es eval pong/{npz.name} --episodes {args.episodes} --seed {args.seed}",
             "eval": result,
             "meets_bar": bool(result["episodes"] >= 20 and result["agent_mean"] >= BAR and result["beats_random"])}
-    (PONG / "agent.json").write_text(json.dumps(info, indent=2) + "\n")
+    record.write_text(json.dumps(info, indent=2) + "\n")
     text = README.read_text()
-    README.write_text(re.sub(r"^\| \w+, seed \d+ \|.*\|$", lambda _: readme_row(info), text, count=1, flags=re.M))
+    README.write_text(re.sub(rf"^\| {policy}, seed \d+ \|.*\|$", lambda _: readme_row(info), text, count=1, flags=re.M))
     print(json.dumps({k: info[k] for k in ("generations", "env_steps", "wall_seconds")} |
                      {k: result[k] for k in ("agent_mean", "agent_ci95", "random_mean", "random_ci95", "beats_random")} |
                      {"meets_bar": info["meets_bar"]}))

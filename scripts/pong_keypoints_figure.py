@@ -1,0 +1,124 @@
+"""What a keypoints policy learned to look at: its filters and pulls, its keypoints over real
+frames, and each keypoint's track against where the ball and our paddle really are.
+
+    python scripts/pong_keypoints_figure.py CHECKPOINT [--seed 5] [--out docs/pong-keypoints.png]
+
+Plays one game of ALE/Pong-v5 (seed ``--seed``) with the checkpoint's own policy, records the
+observations and the keypoints it computed, and reads the objects off the same frames with
+the objects policy's fixed code (``pong.policy.object_features``), used here only as the
+yardstick. Prints one JSON line: for each keypoint, the correlation of its newest row and
+column with the ball's and with our paddle's (frames where the ball is in view), so "keypoint
+0 follows the ball" is a number, not a reading of the picture.
+"""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from es.play import load_agent  # noqa: E402
+from pong.env import downsample_batch, stack_batch  # noqa: E402
+from pong.games import PongGames  # noqa: E402
+from pong.policy import OBJECT_NAMES, object_features  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def record(problem, params, seed: int, steps: int):
+    """(observations (T, 4, 42, 42), keypoints (col, row, presence) each (T, k, 4), objects (T, 8))."""
+    policy = problem.policy
+    layers = policy.unflatten(np.asarray(params, dtype=np.float32)[None])
+    front = layers[0][0]
+    obs_seen, kps = [], []
+
+    def choose(episodes, obs):
+        obs_seen.append(obs[0].copy())
+        kps.append([a[0] for a in policy.keypoints_of(front, obs)])
+        return policy.forward(layers, obs)
+    PongGames(1, downsample_batch, stack_batch).play(choose, [seed], max_steps=steps)
+    obs = np.stack(obs_seen)
+    col, row, presence = (np.stack([k[i] for k in kps]) for i in range(3))
+    return obs, (col, row, presence), object_features(obs)
+
+
+def tracking(kp, objects) -> dict:
+    col, row, _ = kp
+    f = dict(zip(OBJECT_NAMES, objects.T))
+    seen = f["ball_seen"] == 1
+    out = {}
+    for k in range(col.shape[1]):
+        c, r = (col[:, k, 3] - 20.5) / 10, (row[:, k, 3] - 20.5) / 10
+
+        def corr(a, b, mask):
+            return round(float(np.corrcoef(a[mask], b[mask])[0, 1]), 3) if a[mask].std() > 0 and b[mask].std() > 0 else 0.0
+        out[f"keypoint_{k}"] = {"ball_row": corr(r, f["ball_y"], seen), "ball_col": corr(c, f["ball_x"], seen),
+                                "paddle_row": corr(r, f["paddle_y"], np.ones_like(seen))}
+    return out
+
+
+def figure(policy, params, obs, kp, objects, out: Path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from pong.keypoints import _unpack
+    filters, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], policy.keypoints)
+    k = policy.keypoints
+    col, row, presence = kp
+    f = dict(zip(OBJECT_NAMES, objects.T))
+    colors = plt.cm.tab10(np.arange(k))
+    fig = plt.figure(figsize=(12, 6.5))
+    grid = fig.add_gridspec(2, max(k, 2) + 2)
+    for i in range(k):
+        ax = fig.add_subplot(grid[0, i])
+        lim = np.abs(filters[0, i]).max()
+        ax.imshow(filters[0, i].reshape(3, 3), cmap="RdBu_r", vmin=-lim, vmax=lim)
+        ax.set_title(f"keypoint {i}: filter\npull col {pulls[0, i, 0]:+.2f}, row {pulls[0, i, 1]:+.2f}",
+                     fontsize=9, color=colors[i])
+        ax.set_xticks([]), ax.set_yticks([])
+    t = int(np.argmax(f["ball_seen"][200:] > 0)) + 200 if len(obs) > 200 else len(obs) - 1
+    for j, tt in enumerate((t, min(t + 6, len(obs) - 1))):
+        ax = fig.add_subplot(grid[0, k + j] if k + j < grid.ncols else grid[1, j])
+        ax.imshow(obs[tt, 3], cmap="gray")
+        for i in range(k):
+            ax.plot(col[tt, i, :], row[tt, i, :], "-", color=colors[i], lw=1)
+            ax.plot(col[tt, i, 3], row[tt, i, 3], "o", ms=9, mfc="none", mec=colors[i], mew=2)
+        ax.set_title(f"step {tt}: keypoints over the frame\n(line: the 4 stacked frames)", fontsize=9)
+        ax.set_xticks([]), ax.set_yticks([])
+    ax = fig.add_subplot(grid[1, :])
+    span = slice(max(0, t - 100), min(len(obs), t + 200))
+    steps = np.arange(len(obs))[span]
+    ball = np.where(f["ball_seen"] == 1, f["ball_y"] * 10 + 20.5, np.nan)
+    ax.plot(steps, ball[span], "k-", lw=3, alpha=0.3, label="the ball's row (fixed code, the yardstick)")
+    ax.plot(steps, (f["paddle_y"] * 10 + 20.5)[span], "g-", lw=3, alpha=0.3, label="our paddle's row (yardstick)")
+    for i in range(k):
+        ax.plot(steps, row[span, i, 3], "-", color=colors[i], lw=1.2, label=f"keypoint {i}'s row")
+    ax.invert_yaxis()
+    ax.set_xlabel("agent step")
+    ax.set_ylabel("row (pixels)")
+    ax.legend(fontsize=8, ncol=2, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("checkpoint")
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "pong-keypoints.png")
+    args = ap.parse_args()
+    problem, params, meta = load_agent(args.checkpoint)
+    if problem.policy_spec.get("type") != "pong_keypoints":
+        sys.exit(f"{args.checkpoint}: a {problem.policy_spec.get('type')} policy, not pong_keypoints")
+    obs, kp, objects = record(problem, params, args.seed, args.steps)
+    figure(problem.policy, params, obs, kp, objects, args.out)
+    print(json.dumps({"checkpoint": str(args.checkpoint), "generation": meta.get("generation"), "seed": args.seed,
+                      "steps": len(obs), **tracking(kp, objects), "figure": str(args.out)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The keypoints policy (learned filters, a spatial soft-argmax): its fast sparse softmax equals
+the dense one, it knows nothing of where Pong's objects are (it is translation-equivariant),
+a member's action does not depend on its batch, and training with it is bit-identical for any
+number of workers."""
+import hashlib
+
+import numpy as np
+import pytest
+
+import es
+from es.errors import ESError
+from pong.keypoints import (FEATURES_PER_KEYPOINT, PongKeypointsPolicy, _frames, _unpack, dense_keypoints,
+                            sparse_keypoints)
+from pong.plugin import validate_spec
+from pong.policy import BACKGROUND, make_pong_policy
+
+PINNED = "eb01c8196da4578a"   # keypoint features on game 11 (test_the_keypoints_are_pinned_bit_for_bit)
+
+
+def drawn(ball=None, paddle=None, rows=1):
+    """(rows, 4, 42, 42) uint8: the background, a 1-pixel ball at ``ball(t) = (row, col)`` and a
+    4-pixel bar at ``paddle(t) = (top, col)`` in each of the 4 frames."""
+    out = np.repeat(np.repeat(BACKGROUND.astype(np.uint8)[None, None], 4, axis=1), rows, axis=0)
+    for t in range(4):
+        if ball is not None:
+            out[:, t][:, ball(t)[0], ball(t)[1]] = 236
+        if paddle is not None:
+            top, col = paddle(t)
+            out[:, t, top:top + 4, col] = 147
+    return out
+
+
+def game_frames(n=24, seed=3):
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    seen = []
+
+    def choose(episodes, obs):
+        seen.append(obs.copy())
+        return np.full(len(episodes), (len(seen) // 7) % 3)
+    PongGames(1, downsample_batch, stack_batch).play(choose, [seed], max_steps=400)
+    return np.concatenate(seen[::len(seen) // n][:n])
+
+
+def random_front(policy, rows, rng, pull_scale=0.5):
+    filters = rng.standard_normal((rows, policy.keypoints, 9))
+    pulls = rng.standard_normal((rows, policy.keypoints, 2)) * pull_scale
+    return filters, pulls
+
+
+@pytest.mark.parametrize("pull_scale", [0.0, 0.5, 3.0])
+def test_the_sparse_softmax_equals_the_dense_one(pull_scale):
+    rng = np.random.default_rng(0)
+    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
+    obs[0, :3] = 0                                            # the empty frames after a reset
+    policy = PongKeypointsPolicy(3)
+    filters, pulls = random_front(policy, len(obs), rng, pull_scale)
+    x = _frames(obs)
+    for sparse, dense in zip(sparse_keypoints(x, filters, pulls), dense_keypoints(x, filters, pulls)):
+        assert np.allclose(sparse, dense, rtol=1e-9, atol=1e-9)
+
+
+def test_a_keypoint_finds_a_lone_ball_and_an_empty_field_centres_it():
+    ball = drawn(lambda t: (12 + 2 * t, 30 - t))
+    filters = np.zeros((1, 1, 9))
+    filters[0, 0, 4] = 1.0                                    # the identity: "what differs from the field"
+    pulls = np.zeros((1, 1, 2))
+    col, row, presence = sparse_keypoints(_frames(ball), filters, pulls)
+    assert np.allclose(row[0, 0], [12, 14, 16, 18], atol=0.05) and np.allclose(col[0, 0], [30, 29, 28, 27], atol=0.05)
+    assert np.all(presence > 0.99)
+    col, row, presence = sparse_keypoints(_frames(drawn()), filters, pulls)
+    assert np.allclose(col, 20.5) and np.allclose(row, 20.5) and np.all(presence == 0)
+
+
+def test_the_front_end_knows_no_place_it_is_translation_equivariant():
+    """Shift the ball and a paddle by (dy, dx): with zero pulls every keypoint shifts by exactly
+    that. Nothing in the front end depends on where on the screen something is, except what
+    the pulls (learned) add."""
+    rng = np.random.default_rng(1)
+    policy = PongKeypointsPolicy(2)
+    filters, _ = random_front(policy, 1, rng)
+    filters[..., 4] += 3.0                                    # sharp enough to single out an object
+    pulls = np.zeros((1, 2, 2))
+    base = sparse_keypoints(_frames(drawn(lambda t: (15 + t, 18 + t), lambda t: (20, 30))), filters, pulls)
+    for dy, dx in ((3, -5), (-4, 2), (6, 4)):
+        moved = drawn(lambda t: (15 + t + dy, 18 + t + dx), lambda t: (20 + dy, 30 + dx))
+        col, row, presence = sparse_keypoints(_frames(moved), filters, pulls)
+        assert np.allclose(col, base[0] + dx, atol=1e-6) and np.allclose(row, base[1] + dy, atol=1e-6)
+        assert np.allclose(presence, base[2], atol=1e-9)
+
+
+def test_a_member_acts_the_same_in_any_batch_and_the_spec_rebuilds_the_policy():
+    policy = PongKeypointsPolicy(2, (8,))
+    f = FEATURES_PER_KEYPOINT * 2
+    assert make_pong_policy(policy.spec()).num_params == policy.num_params == 2 * 11 + (f + f * (f + 1) // 2) * 8 + 8 + 8 * 3 + 3
+    rng = np.random.default_rng(2)
+    obs = game_frames(12)
+    params = np.stack([policy.initial_params(i) for i in range(12)])
+    params += rng.standard_normal(params.shape).astype(np.float32)
+    together = policy.forward(policy.unflatten(params), obs)
+    alone = [policy.forward(policy.unflatten(params[i:i + 1]), obs[i:i + 1])[0] for i in range(12)]
+    assert list(together) == alone and len(set(together)) > 1
+    front = policy.unflatten(params)[0][0]
+    assert np.array_equal(policy.features(front, obs)[5], policy.features(front[5:6], obs[5:6])[0])
+    assert np.array_equal(policy.initial_params(4), policy.initial_params(4))
+    assert not np.array_equal(policy.initial_params(4), policy.initial_params(5))
+
+
+def test_the_keypoints_are_pinned_bit_for_bit():
+    """Features of 300 steps of game 11 with seed 0's initial front end: a run resumed after a
+    change here would continue with another policy."""
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    policy = PongKeypointsPolicy(2)
+    front = policy.unflatten(policy.initial_params(0)[None])[0][0]
+    seen = []
+
+    def choose(episodes, obs):
+        seen.append(policy.features(front, obs))
+        return np.full(len(episodes), (len(seen) // 9) % 3)
+    PongGames(1, downsample_batch, stack_batch).play(choose, [11], max_steps=300)
+    assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == PINNED
+
+
+@pytest.mark.parametrize("spec, ok", [({"type": "pong_keypoints"}, True),
+                                      ({"type": "pong_keypoints", "keypoints": 3, "hidden": [8, 8]}, True),
+                                      ({"type": "pong_keypoints", "keypoints": 0}, False),
+                                      ({"type": "pong_keypoints", "keypoints": 9}, False),
+                                      ({"type": "pong_keypoints", "keypoints": "2"}, False),
+                                      ({"type": "pong_keypoints", "hidden": [10 ** 9]}, False)])
+def test_a_worker_checks_a_keypoints_spec_from_the_network(spec, ok):
+    if ok:
+        validate_spec({"policy": spec})
+    else:
+        with pytest.raises(ValueError):
+            validate_spec({"policy": spec})
+
+
+def test_the_keypoints_flag_is_checked():
+    with pytest.raises(ESError, match="--keypoints"):
+        es.config_for("pong", extra={"policy": "keypoints", "keypoints": 0})
+    with pytest.raises(ESError, match="--policy keypoints"):
+        es.config_for("pong", extra={"policy": "objects", "keypoints": 3})
+
+
+def test_training_is_bit_identical_on_one_process_and_on_two_workers():
+    runs = []
+    for workers in (1, 2):
+        cfg = es.config_for("pong", seed=4, generations=2, population=8, max_steps=120, workers=workers,
+                            hidden=[8], extra={"policy": "keypoints", "keypoints": 2, "num_envs": 4},
+                            reward_goal=1e9, sigma=0.1)
+        runs.append(es.train(cfg, final_eval=False))
+    assert np.array_equal(runs[0].center, runs[1].center)
+    assert [m["center_return"] for m in runs[0].metrics] == [m["center_return"] for m in runs[1].metrics]
