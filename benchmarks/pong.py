@@ -1,8 +1,8 @@
 """Pong throughput: env steps/s of full ES generations (population 64 + the center, episodes
 capped at 1000 agent steps, the training defaults) against the bare vector environment in the
-same run; also the time per observation of the dense, conv and objects policies' batched
-forward pass (one observation for each of 128 members, as in a training step). Prints one
-JSON line.
+same run; also the time per observation of the dense, conv, objects and keypoints policies'
+batched forward pass (one observation of a real game for each of 128 members, as in a
+training step). Prints one JSON line.
 
 * ``bare_vector_steps_per_s``: ale-py's ``AtariVectorEnv`` (C++ threads on every core, ALE's
   own sticky actions) stepping 65 games with a constant action: the emulator's ceiling here,
@@ -38,6 +38,7 @@ from es.strategy import OpenES  # noqa: E402
 from es.training import one_blas_thread  # noqa: E402
 from pong.env import downsample_batch, make_pong_vector, stack_batch  # noqa: E402
 from pong.games import PongGames  # noqa: E402
+from pong.keypoints import PongKeypointsPolicy  # noqa: E402
 from pong.policy import PongConvPolicy, PongDensePolicy, PongObjectsPolicy  # noqa: E402
 from pong.problem import PongProblem  # noqa: E402
 
@@ -66,12 +67,24 @@ def bare_games(seconds: float = 5.0) -> float:
     return steps / (time.perf_counter() - t0)
 
 
+def game_observations(rows: int) -> np.ndarray:
+    """``rows`` observations of real games (game 0 on, paddle moved up and down): the keypoints
+    policy's cost depends on how much of a frame differs from the field, so noise would not do."""
+    seen = []
+
+    def choose(episodes, obs):
+        seen.append(obs.copy())
+        return np.full(len(episodes), (len(seen) // 7) % 3)
+    PongGames(4, downsample_batch, stack_batch).play(choose, np.arange(4), max_steps=rows // 4 + 40)
+    return np.concatenate(seen[40:])[:rows]
+
+
 def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> float:
-    """Microseconds per (member, observation) row of one batched forward pass."""
+    """Microseconds per (member, observation) row of one batched forward pass on game frames."""
     rng = np.random.default_rng(0)
     params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
     layers = policy.unflatten(params)
-    obs = rng.integers(0, 256, (rows, 4, 42, 42), dtype=np.uint8)
+    obs = game_observations(rows)
     policy.forward(layers, obs)
     t0 = time.perf_counter()
     for _ in range(repeats):
@@ -125,7 +138,8 @@ def main():
         problem.close()
         agent_problem.close()
         forward = {}
-        for name, policy in (("dense", PongDensePolicy()), ("conv", PongConvPolicy()), ("objects", PongObjectsPolicy())):
+        for name, policy in (("dense", PongDensePolicy()), ("conv", PongConvPolicy()), ("objects", PongObjectsPolicy()),
+                             ("keypoints", PongKeypointsPolicy())):
             forward.update({f"{name}_params": policy.num_params,
                             f"{name}_us_per_observation": policy_us_per_observation(policy)})
 

@@ -54,39 +54,48 @@ _COORD = np.linspace(-1.0, 1.0, SIZE)                       # col(p), row(p)
 _PIXEL = (np.arange(SIZE, dtype=np.float64) - (SIZE - 1) / 2) / 10   # the head's position unit: 10 pixels
 _STEPS = np.array([-1.5, -0.5, 0.5, 1.5])                   # frame times, centred: slope = sum(t v) / 5
 _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
 MAX_LOGIT = 600.0         # exp(600) ~ 1e260: float64 sums never overflow
 
 
-def _frames(obs) -> np.ndarray:
-    """uint8 ``(rows, 4, 42, 42)`` -> int16 ``frame - background`` (x 1/255 where it is used)."""
+def _frames(obs, motion: bool = False) -> np.ndarray:
+    """uint8 ``(rows, 4, 42, 42)`` -> int16 ``(rows, 4, channels, 42, 42)`` (x 1/255 where it is
+    used): ``frame - background``, and with ``motion`` also its change since the previous frame
+    (0 for the oldest frame)."""
     obs = _check(obs)
     diff = obs.astype(np.int16) - _BACKGROUND_INT
     diff[~obs.any(axis=(2, 3))] = 0       # the 3 empty frames after a reset: an empty field, not a black one
-    return diff
+    if not motion:
+        return diff[:, :, None]
+    change = np.zeros_like(diff)
+    change[:, 1:] = diff[:, 1:] - diff[:, :-1]
+    return np.stack([diff, change], axis=2)
 
 
-def _unpack(front: np.ndarray, k: int):
-    """``(rows, k * 11)`` -> filters ``(rows, k, 9)``, pulls ``(rows, k, 2)`` (column, row)."""
-    front = front.reshape(len(front), k, TAPS + 2).astype(np.float64)
-    return front[:, :, :TAPS], front[:, :, TAPS:]
+def _unpack(front: np.ndarray, k: int, channels: int = 1):
+    """``(rows, k * (9 channels + 2))`` -> filters ``(rows, k, 9 channels)`` (channel after
+    channel), pulls ``(rows, k, 2)`` (column, row)."""
+    taps = TAPS * channels
+    front = front.reshape(len(front), k, taps + 2).astype(np.float64)
+    return front[:, :, :taps], front[:, :, taps:]
 
 
 def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
-    """The reference: the softmax over every pixel. ``x (rows, 4, 42, 42)`` (frame - background,
-    integers), ``filters
-    (rows, k, 9)``, ``pulls (rows, k, 2)`` -> (column, row, presence), each ``(rows, k, 4)``;
-    column and row in pixels."""
-    r = len(x)
+    """The reference: the softmax over every pixel. ``x (rows, 4, channels, 42, 42)`` (``_frames``:
+    integers), ``filters (rows, k, 9 channels)``, ``pulls (rows, k, 2)`` -> (column, row,
+    presence), each ``(rows, k, 4)``; column and row in pixels."""
+    r, c = len(x), x.shape[2]
     x = np.asarray(x, dtype=np.float64) / 255
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    shifts = np.stack([padded[:, :, 1 + dy:1 + dy + SIZE, 1 + dx:1 + dx + SIZE] for dy, dx in _OFFSETS], axis=-1)
+    padded = np.pad(x, ((0, 0), (0, 0), (0, 0), (1, 1), (1, 1)))
+    shifts = np.stack([padded[..., 1 + dy:1 + dy + SIZE, 1 + dx:1 + dx + SIZE] for dy, dx in _OFFSETS], axis=-1)
+    shifts = shifts.transpose(0, 1, 3, 4, 2, 5).reshape(r, FRAMES, SIZE, SIZE, c * TAPS)
     conv = np.einsum("rfyxj,rkj->rkfyx", shifts, filters)
     pull = pulls[:, :, 0, None, None] * _COORD[None, None, None, :] + pulls[:, :, 1, None, None] * _COORD[None, None, :, None]
     logits = np.minimum(SHARPNESS * (conv + pull[:, :, None]), MAX_LOGIT)
     e = np.exp(logits).reshape(r, -1, FRAMES, SIZE * SIZE)
     z = e.sum(axis=-1)
     cols, rows = np.tile(np.arange(SIZE), SIZE), np.repeat(np.arange(SIZE), SIZE)
-    busy = (x != 0).reshape(r, 1, FRAMES, SIZE * SIZE)
+    busy = (x != 0).any(axis=2).reshape(r, 1, FRAMES, SIZE * SIZE)
     presence = (e * busy).sum(axis=-1) / z
     return (e * cols).sum(axis=-1) / z, (e * rows).sum(axis=-1) / z, presence
 
@@ -94,34 +103,40 @@ def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
 def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     """The same as ``dense_keypoints``, computed from the separable sums over the empty field
     plus corrections at the pixels whose 3x3 neighbourhood holds something (see the module's
-    docstring). Flat indices into a zero-padded ``(rows, 4, 44, 44)`` copy throughout."""
-    r, k = len(x), filters.shape[1]
+    docstring). Flat indices into zero-padded ``(rows, 4, [channels,] 44, 44)`` copies."""
+    r, c, k = len(x), x.shape[2], filters.shape[1]
     side = SIZE + 2
-    padded = np.zeros((r, FRAMES, side, side), dtype=np.int16)
-    padded[:, :, 1:-1, 1:-1] = x
+    plane = side * side
+    padded = np.zeros((r, FRAMES, c, side, side), dtype=np.int16)
+    padded[..., 1:-1, 1:-1] = x
     flat = padded.reshape(-1)
+    busy_px = (padded != 0).any(axis=2).reshape(-1) if c > 1 else flat != 0   # per (row, frame, pixel)
     offsets = np.array([dy * side + dx for dy, dx in _OFFSETS])
-    busy_at = np.flatnonzero(flat != 0)                               # pixels that differ from the field
-    near_mask = np.zeros(flat.size, dtype=bool)
+    busy_at = np.flatnonzero(busy_px)                                 # pixels that differ from the field
+    near_mask = np.zeros(busy_px.size, dtype=bool)
     near_mask[(busy_at[:, None] - offsets).ravel()] = True           # ... and every pixel whose 3x3 window holds one
     near_mask = near_mask.reshape(r, FRAMES, side, side)
     near_mask[:, :, [0, -1], :] = False                               # the padding ring is no pixel
     near_mask[:, :, :, [0, -1]] = False
     near = np.flatnonzero(near_mask)                                  # per (row, frame), in pixel order
-    per_row = FRAMES * side * side
+    per_row = FRAMES * plane
     ri, rest = np.divmod(near, per_row)
-    fi, yx = np.divmod(rest, side * side)
+    fi, yx = np.divmod(rest, plane)
     yi, xi = np.divmod(yx, side)
     yi, xi = yi - 1, xi - 1
-    patch = flat[near[:, None] + offsets] * (1 / 255)                 # (n, 9)
+    if c == 1:
+        patch = flat[near[:, None] + offsets] * (1 / 255)             # (n, 9)
+    else:                                                             # (n, 9 c): channel after channel
+        at = (near - yx) * c + yx                                     # channel 0 of each pixel in (rows, 4, c, 44, 44)
+        patch = np.concatenate([flat[(at + j * plane)[:, None] + offsets] for j in range(c)], axis=1) * (1 / 255)
     conv = np.empty((len(near), k))
     bounds = np.searchsorted(ri, np.arange(r + 1))                   # near pixels are grouped by row
-    for i in range(r):                                                # one (n_i, 9) x (9, k) product per row
+    for i in range(r):                                                # one (n_i, 9 c) x (9 c, k) product per row
         conv[bounds[i]:bounds[i + 1]] = patch[bounds[i]:bounds[i + 1]] @ filters[i].T
     pull_here = pulls[ri, :, 0] * _COORD[xi, None] + pulls[ri, :, 1] * _COORD[yi, None]
     e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
     e_extra = e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
-    busy = (flat[near] != 0)[:, None]
+    busy = busy_px[near][:, None]
 
     # the empty field, separable: per (row, keypoint) over columns and over rows
     ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (r, k, 42)
@@ -164,28 +179,42 @@ class PongKeypointsPolicy(Policy):
     """Learned filters and pulls -> spatial soft-argmax keypoints -> their positions, speeds,
     presences and pairwise products -> an MLP -> 3 logits. See the module docstring."""
 
-    def __init__(self, keypoints: int = 2, hidden=(16,)):
-        self.keypoints, self.hidden = int(keypoints), tuple(int(h) for h in hidden)
+    def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0):
+        """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
+        ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
+        what the filters saw, and a keypoint that had followed the ball settled on the score;
+        new runs use ``PULL_SCALE`` (0.25)."""
+        self.keypoints, self.hidden, self.motion = int(keypoints), tuple(int(h) for h in hidden), bool(motion)
+        self.pull_scale = float(pull_scale)
+        if not 0 < self.pull_scale <= 1:
+            raise ValueError(f"pull_scale must be in (0, 1], got {pull_scale}")
+        self.channels = 2 if self.motion else 1
         if not 1 <= self.keypoints <= 8:
             raise ValueError(f"keypoints must be in [1, 8], got {keypoints}")
         f = FEATURES_PER_KEYPOINT * self.keypoints
         self.num_features = f + f * (f + 1) // 2
-        self.num_front = self.keypoints * (TAPS + 2)
+        self.num_front = self.keypoints * (TAPS * self.channels + 2)
         self.head = MLPPolicy(self.num_features, N_ACTIONS, self.hidden)
         self.num_params = self.num_front + self.head.num_params
         self.discrete = True
 
     def spec(self) -> dict:
-        return {"type": "pong_keypoints", "keypoints": self.keypoints, "hidden": list(self.hidden)}
+        spec = {"type": "pong_keypoints", "keypoints": self.keypoints, "hidden": list(self.hidden)}
+        if self.motion:
+            spec["motion"] = True
+        if self.pull_scale != 1.0:
+            spec["pull_scale"] = self.pull_scale
+        return spec
 
     def initial_params(self, seed: int) -> np.ndarray:
-        """Filters: the identity (the centre tap 1: "look at whatever differs most from the
-        empty field") plus N(0, 0.3) per tap, so the keypoints start apart; pulls N(0, 0.05);
-        the head as ``MLPPolicy`` (its last layer x 0.01: the first policy is nearly
-        indifferent). One generator from ``seed``, front first."""
+        """Filters: N(0, 0.3) per tap plus the identity (centre tap 1) on one channel: "look at
+        whatever differs most from the empty field", or with ``motion``, keypoint ``i`` on
+        channel ``i mod 2`` ("... from the previous frame" for odd ``i``); pulls N(0, 0.05); the
+        head as ``MLPPolicy`` (its last layer x 0.01: the first policy is nearly indifferent).
+        One generator from ``seed``, front first."""
         rng = rng_for(seed, INIT)
-        filters = rng.standard_normal((self.keypoints, TAPS)) * 0.3
-        filters[:, TAPS // 2] += 1.0
+        filters = rng.standard_normal((self.keypoints, TAPS * self.channels)) * 0.3
+        filters[np.arange(self.keypoints), (np.arange(self.keypoints) % self.channels) * TAPS + TAPS // 2] += 1.0
         pulls = rng.standard_normal((self.keypoints, 2)) * 0.05
         front = np.concatenate([filters, pulls], axis=1).ravel()
         return np.concatenate([front, self.head.initial_params(seed)]).astype(np.float32)
@@ -198,8 +227,10 @@ class PongKeypointsPolicy(Policy):
 
     def keypoints_of(self, front: np.ndarray, obs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(column, row, presence), each ``(rows, keypoints, 4)``: where each keypoint looks."""
-        filters, pulls = _unpack(np.asarray(front), self.keypoints)
-        return sparse_keypoints(_frames(obs), filters, pulls)
+        filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels)
+        if self.pull_scale != 1.0:
+            pulls = pulls * self.pull_scale
+        return sparse_keypoints(_frames(obs, self.motion), filters, pulls)
 
     def features(self, front: np.ndarray, obs) -> np.ndarray:
         return _quadratic(keypoint_features(*self.keypoints_of(front, obs))).astype(np.float32)

@@ -7,6 +7,7 @@ from es import registry
 from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
+from .keypoints import PULL_SCALE
 from .policy import make_pong_policy
 from .problem import PongProblem
 
@@ -29,8 +30,11 @@ def validate_spec(spec: dict) -> None:
         if not layer_sizes_ok(policy.get("hidden", [16])):
             raise ValueError("bad pong_objects hidden sizes")
     elif policy["type"] == "pong_keypoints":
-        if not (int_in(policy.get("keypoints", 2), 1, MAX_KEYPOINTS) and layer_sizes_ok(policy.get("hidden", [16]))):
-            raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}] and valid hidden sizes")
+        if not (int_in(policy.get("keypoints", 2), 1, MAX_KEYPOINTS) and layer_sizes_ok(policy.get("hidden", [16]))
+                and policy.get("motion", False) in (True, False)
+                and isinstance(policy.get("pull_scale", 1.0), float) and 0 < policy.get("pull_scale", 1.0) <= 1):
+            raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}], valid hidden sizes, "
+                             "motion true or false and pull_scale a float in (0, 1]")
     elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
@@ -51,7 +55,8 @@ def make_problem(config, one_thread: bool):
     policy = config.extra.get("policy", "dense")
     spec = {"conv": {"type": "pong_conv"}, "objects": {"type": "pong_objects", "hidden": list(config.hidden)},
             "keypoints": {"type": "pong_keypoints", "keypoints": config.extra.get("keypoints", 2),
-                          "hidden": list(config.hidden)}}.get(
+                          "hidden": list(config.hidden), "pull_scale": PULL_SCALE,
+                          **({"motion": True} if config.extra.get("inputs") == "frames+motion" else {})}}.get(
         policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
@@ -66,8 +71,11 @@ def check_config(config) -> None:
     k = config.extra.get("keypoints", 2)
     if not int_in(k, 1, MAX_KEYPOINTS):
         raise ESError(f"--keypoints must be an integer in [1, {MAX_KEYPOINTS}], got {k}")
-    if "keypoints" in config.extra and config.extra.get("policy") != "keypoints":
-        raise ESError("--keypoints applies to --policy keypoints only")
+    for key in ("keypoints", "inputs"):
+        if key in config.extra and config.extra.get("policy") != "keypoints":
+            raise ESError(f"--{key} applies to --policy keypoints only")
+    if config.extra.get("inputs", "frames") not in INPUTS:
+        raise ESError(f"--inputs must be one of {', '.join(INPUTS)}, got {config.extra.get('inputs')!r}")
     n = config.extra.get("num_envs", 32)
     if not int_in(n, 1, MAX_NUM_ENVS):
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")
@@ -75,11 +83,15 @@ def check_config(config) -> None:
 
 # Pong's own train flags (python -m es train pong --policy conv ...), set in config.extra.
 POLICY_FLAGS = ("dense", "conv", "objects", "keypoints")
+INPUTS = ("frames", "frames+motion")
 FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out), conv, objects "
                           "(ball, paddles and their products read off the pixels by fixed code, an MLP read-out) or "
                           "keypoints (learned filters and a spatial soft-argmax find what to track; their positions, "
                           "speeds and products, an MLP read-out) [dense]", choices=POLICY_FLAGS),
          registry.EnvFlag("--keypoints", "keypoints", "with --policy keypoints: how many keypoints [2]", int),
+         registry.EnvFlag("--inputs", "inputs", "with --policy keypoints: what each keypoint's filter sees: frames "
+                          "(minus the background) or frames+motion (also each frame's change since the previous "
+                          "one) [frames]", choices=INPUTS),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
          registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
                           "the first generations of a run from scratch) [none]", choices=("length",)))

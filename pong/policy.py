@@ -234,5 +234,6 @@ def make_pong_policy(spec: dict):
         return PongObjectsPolicy(spec.get("hidden", (16,)))
     if spec.get("type") == "pong_keypoints":
         from .keypoints import PongKeypointsPolicy    # it builds on this module
-        return PongKeypointsPolicy(spec.get("keypoints", 2), spec.get("hidden", (16,)))
+        return PongKeypointsPolicy(spec.get("keypoints", 2), spec.get("hidden", (16,)), spec.get("motion", False),
+                                   spec.get("pull_scale", 1.0))
     raise ValueError(f"unknown Pong policy {spec.get('type')!r}")

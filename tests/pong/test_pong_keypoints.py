@@ -43,21 +43,34 @@ def game_frames(n=24, seed=3):
 
 
 def random_front(policy, rows, rng, pull_scale=0.5):
-    filters = rng.standard_normal((rows, policy.keypoints, 9))
+    filters = rng.standard_normal((rows, policy.keypoints, 9 * policy.channels))
     pulls = rng.standard_normal((rows, policy.keypoints, 2)) * pull_scale
     return filters, pulls
 
 
-@pytest.mark.parametrize("pull_scale", [0.0, 0.5, 3.0])
-def test_the_sparse_softmax_equals_the_dense_one(pull_scale):
+@pytest.mark.parametrize("pull_scale, motion", [(0.0, False), (0.5, False), (3.0, False), (0.5, True)])
+def test_the_sparse_softmax_equals_the_dense_one(pull_scale, motion):
     rng = np.random.default_rng(0)
     obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
     obs[0, :3] = 0                                            # the empty frames after a reset
-    policy = PongKeypointsPolicy(3)
+    policy = PongKeypointsPolicy(3, motion=motion)
     filters, pulls = random_front(policy, len(obs), rng, pull_scale)
-    x = _frames(obs)
+    x = _frames(obs, motion)
     for sparse, dense in zip(sparse_keypoints(x, filters, pulls), dense_keypoints(x, filters, pulls)):
         assert np.allclose(sparse, dense, rtol=1e-9, atol=1e-9)
+
+
+def test_the_motion_channel_is_the_change_since_the_previous_frame():
+    obs = drawn(lambda t: (12, 10 + 3 * t))
+    x = _frames(obs, motion=True)
+    assert x.shape == (1, 4, 2, 42, 42) and np.array_equal(x[:, :, 0], _frames(obs)[:, :, 0])
+    assert not x[0, 0, 1].any()
+    assert x[0, 2, 1, 12, 16] > 0 and x[0, 2, 1, 12, 13] < 0 and np.count_nonzero(x[0, 2, 1]) == 2
+    policy = PongKeypointsPolicy(2, motion=True)
+    filters, _ = _unpack(policy.initial_params(0)[None, :policy.num_front], 2, 2)
+    from es.seeding import INIT, rng_for
+    identity = filters[0] - np.float32(rng_for(0, INIT).standard_normal((2, 18)) * 0.3)
+    assert np.allclose(identity, np.eye(18)[[4, 13]], atol=1e-6)     # keypoint i: the identity on channel i % 2
 
 
 def test_a_keypoint_finds_a_lone_ball_and_an_empty_field_centres_it():
@@ -127,6 +140,11 @@ def test_the_keypoints_are_pinned_bit_for_bit():
                                       ({"type": "pong_keypoints", "keypoints": 0}, False),
                                       ({"type": "pong_keypoints", "keypoints": 9}, False),
                                       ({"type": "pong_keypoints", "keypoints": "2"}, False),
+                                      ({"type": "pong_keypoints", "motion": True, "pull_scale": 0.25}, True),
+                                      ({"type": "pong_keypoints", "motion": "yes"}, False),
+                                      ({"type": "pong_keypoints", "pull_scale": 0.0}, False),
+                                      ({"type": "pong_keypoints", "pull_scale": 2.0}, False),
+                                      ({"type": "pong_keypoints", "pull_scale": "0.5"}, False),
                                       ({"type": "pong_keypoints", "hidden": [10 ** 9]}, False)])
 def test_a_worker_checks_a_keypoints_spec_from_the_network(spec, ok):
     if ok:
@@ -141,6 +159,17 @@ def test_the_keypoints_flag_is_checked():
         es.config_for("pong", extra={"policy": "keypoints", "keypoints": 0})
     with pytest.raises(ESError, match="--policy keypoints"):
         es.config_for("pong", extra={"policy": "objects", "keypoints": 3})
+    with pytest.raises(ESError, match="--inputs"):
+        es.config_for("pong", extra={"policy": "keypoints", "inputs": "pixels"})
+
+
+def test_new_runs_scale_the_pulls_and_an_old_spec_keeps_its_own():
+    """Attempt 9's checkpoints (pull scale 1, no field in the spec) play as they trained."""
+    from pong.plugin import make_problem
+    problem = make_problem(es.config_for("pong", hidden=[16], extra={"policy": "keypoints", "inputs": "frames+motion"}), True)
+    assert problem.policy_spec == {"type": "pong_keypoints", "keypoints": 2, "hidden": [16], "pull_scale": 0.25,
+                                   "motion": True}
+    assert make_pong_policy({"type": "pong_keypoints"}).pull_scale == 1.0
 
 
 def test_training_is_bit_identical_on_one_process_and_on_two_workers():
