@@ -74,6 +74,8 @@ def center_returns(center, episode_seeds):
 
 # %%
 def antithetic_noise(rng, population, dim):
+    """float64 (population, dim): row 2k is +eps_k and row 2k + 1 is -eps_k, the eps_k drawn in
+    one call, rng.standard_normal((population // 2, dim)), and nothing else drawn from rng."""
     ### BEGIN SOLUTION
     half = rng.standard_normal((population // 2, dim))
     out = np.empty((population, dim))
@@ -117,6 +119,8 @@ check.antithetic_noise(antithetic_noise)
 
 # %%
 def adam_update(theta, grad, state, lr):
+    """One Adam step up the gradient: (new theta float64 (dim,), {"m": m, "v": v, "t": t}); state
+    is None on the first call; betas 0.9 and 0.999, epsilon 1e-8, bias corrections in the step."""
     ### BEGIN SOLUTION
     if state is None:
         state = {"m": np.zeros_like(grad), "v": np.zeros_like(grad), "t": 0}
@@ -179,6 +183,9 @@ check.adam_update(adam_update)
 # %%
 def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=None, optimizer=None,
                    shaping=None):
+    """The trained parameters, float32 (10,): the five steps above, every random number from
+    np.random.default_rng(seed) in their order; log (a list) gets the center's mean return each
+    generation, before the update; SGD unless optimizer is given; shaping replaces the z-score."""
     ### BEGIN SOLUTION
     rng = np.random.default_rng(seed)
     center = np.zeros(policy.num_params)
