@@ -657,6 +657,9 @@ def seeds_only_update(fn, rng):
         returns.append([r[a:b].copy() for a, b in bounds])
     want = answers("seeds_only_update", center, seed, returns, sigma, lr)
     reply = _observe(fn, center.copy(), seed, returns, sigma, lr, seeds_only=len(bounds))
+    if isinstance(reply["value"], list):
+        _fail("update_from_returns: its centers differ in shape from one generation to the next; return the "
+              "center, float32 (dim,)")
     master = _array(reply["value"], (generations, dim), "update_from_returns (the master's centers, one per "
                     "generation)")
     scale = np.max(np.abs(want["right"])) + 1e-3

@@ -83,6 +83,7 @@ def _seeds_only(fn, args, workers: int) -> dict:
         runs = Parallel(n_jobs=2)(delayed(_generations)(fn, center, seed, returns, sigma, lr, i + 1)
                                   for i in range(workers))
         return {"value": _generations(fn, center, seed, returns, sigma, lr), "workers": runs}
+    master = _generations(fn, center, seed, returns, sigma, lr)     # a stub raises here, before any process starts
     ctx = mp.get_context("fork")
     links, procs = [], []
     for i in range(workers):
@@ -93,12 +94,12 @@ def _seeds_only(fn, args, workers: int) -> dict:
         here.send((np.array(center, copy=True), seed, sigma, lr))
         links.append(here)
         procs.append(p)
-    for chunks in returns:                 # after generation 0, only returns travel
+    for chunks in [*returns, None]:        # after generation 0, only returns travel; None: the end
         for here in links:
-            here.send([np.array(c, copy=True) for c in chunks])
-    for here in links:
-        here.send(None)
-    master = _generations(fn, center, seed, returns, sigma, lr)
+            try:
+                here.send(None if chunks is None else [np.array(c, copy=True) for c in chunks])
+            except (BrokenPipeError, ConnectionResetError):
+                pass                       # that worker stopped (its code raised): its reply says why
     runs = []
     for here in links:
         runs.append(here.recv() if here.poll(120) else "TimeoutError: no answer within 120 s")

@@ -593,21 +593,24 @@ for params in (POLICY.num_params, 1_000_000):
 
 # %%
 def make_noise_table(seed, size):
-    """float32 (size,): one draw of standard normals from np.random.default_rng(seed)."""
+    """float32 (size,): np.random.default_rng(seed).standard_normal(size, dtype=np.float32), in one
+    call, so that every machine builds the same table from the seed."""
     ### BEGIN SOLUTION
     return np.random.default_rng(seed).standard_normal(size, dtype=np.float32)
     ### END SOLUTION
 
 
 def generation_offsets(seed, generation, pairs, size, dim):
-    """int (pairs,): where each pair's slice starts, in [0, size - dim], from (seed, generation)."""
+    """int (pairs,): where each pair's slice starts in a table of size values, in [0, size - dim]:
+    np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)."""
     ### BEGIN SOLUTION
     return np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)
     ### END SOLUTION
 
 
 def table_noise(table, offsets, member, dim):
-    """float32 (dim,): the slice of pair member // 2 at its offset, negated for an odd member."""
+    """float32 (dim,): table[o:o + dim] with o = offsets[member // 2] (pair member // 2's slice),
+    negated for an odd member (mirrored pairs)."""
     ### BEGIN SOLUTION
     start = offsets[member // 2]
     sign = 1 if member % 2 == 0 else -1
