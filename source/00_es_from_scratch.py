@@ -151,9 +151,11 @@ check.centered_ranks(centered_ranks)
 # * **The check:** relative error at most 1e-5, on random noise, weights and sigma.
 #
 # Keep the `1 / sigma`: it is what makes the estimate a gradient. With raw returns as the
-# weights, `F(theta + sigma eps) - F(theta)` is about `sigma eps^T grad F`, so the `1 / sigma`
-# cancels that `sigma` and the estimate tends to `grad F` whatever `sigma` is: drop it, and the
-# step grows and shrinks with `sigma` (OpenAI's starter drops it; its users reported it). With
+# weights, each `F(theta + sigma eps)` differs from `F(theta)` by about `sigma eps^T grad F`,
+# and only that difference survives the average (the `F(theta)` part averages to zero), so the
+# `1 / sigma` cancels that `sigma` and the estimate tends to `grad F` whatever `sigma` is: drop
+# it, and the step grows and shrinks with `sigma` (OpenAI's starter drops it; its users
+# reported it). With
 # ranks (section 1's weights) no `sigma` comes from the weights, so the step is `lr / sigma`
 # times a size of its own (section 4): then a change of `sigma` changes the step either way,
 # and `lr` must follow it.

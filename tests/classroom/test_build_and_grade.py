@@ -416,22 +416,25 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
 
 
 def quick_sections(name: str, src: str) -> str:
-    """A notebook's source without the sections that train, start servers or fork workers:
-    04 from section 5 on, 03's sections 0 (a server), 4 (training through it), 6 (worker
-    processes) and 8 (the course's master), the others from section 4 on."""
+    """A notebook's source without the sections that train, start servers, fork workers or time
+    things: 04 from section 5 on, 03's sections 0 (a server), 4 (training through it), 6
+    (worker processes), 8 (the course's master) and section 7's timing of the noise table, the
+    others from section 4 on."""
     if name == "04_pong":
         return src.split("# ## 5. ")[0]
     if name != "03_redis":
         return src.split("# ## 4. ")[0]
     parts = re.split(r"(?m)^(?=# %% \[markdown\]\n# ## \d+\. )", src)
-    return "".join(p for p in parts if not re.match(r"# %% \[markdown\]\n# ## [0468]\. ", p))
+    kept = "".join(p for p in parts if not re.match(r"# %% \[markdown\]\n# ## [0468]\. ", p))
+    return re.sub(r"# %% \[markdown\]\n# ### What the table costs.*?(?=# %% \[markdown\]\n# ## |\Z)", "", kept,
+                  flags=re.S)
 
 
 def test_the_quick_sections_of_03_keep_its_functions_and_drop_its_servers():
     src = quick_sections("03_redis", (ROOT / "source" / "03_redis.py").read_text())
     assert all(f"def {f}(" in src for f in ("encode_result", "chunks_to_requeue", "gather", "update_from_returns",
                                             "make_noise_table", "table_noise"))
-    assert "EmbeddedRedis()" not in src and "mp.get_context" not in src
+    assert "EmbeddedRedis()" not in src and "mp.get_context" not in src and "best_of_3" not in src
 
 
 def test_a_release_asked_for_a_seed_it_did_not_record_says_which_it_has():
