@@ -194,9 +194,9 @@ check.parallel_returns(parallel_returns, evaluate_members)
 #
 # **Expected output:** four lines with the same mean return, `identical for 1, 2, 3 and 4
 # jobs: True`, and the times. Two jobs gain little here, or lose: on the 2-core machine this
-# course is built on, busy with other jobs (2026-11-26, load average 8 to 11), two runs took
-# 0.07 and 0.19 s with 1 job, 0.13 and 0.15 s with 2, 0.18 and 0.42 s with 3, 0.30 and 0.52
-# s with 4. Section 5 measures work where parallelism pays.
+# course is built on, busy with other jobs (2026-11-26, load average 8 to 12), four runs took
+# 0.07 to 0.19 s with 1 job, 0.12 to 0.15 s with 2, 0.18 to 0.42 s with 3 and 0.30 to 0.52 s
+# with 4. Section 5 measures work where parallelism pays.
 
 # %%
 center = np.zeros(policy.num_params)
@@ -257,16 +257,18 @@ plt.show()
 # workers the bare games ran 11.8 to 13.7 times as fast as in one process, and ES 10.9 (joblib)
 # to 12.1 (Redis) times as fast: efficiency about 0.9.
 #
-# **Expected output:** a line per worker count and the two pictures. The numbers are your
-# machine's, and they hold only while nothing else competes for its cores. The run below is
-# the warning: on the 2-core machine this course is built on, with a training run and two
-# test suites competing for both cores (2026-11-26, load average 11), ES ran 1.67 times as
-# fast with 2 workers while the bare games ran *slower* (0.79), so the "efficiency" of 2.1
-# measures the load, not ES. On the same machine less loaded (2026-11-25, the course's
-# benchmark, 500-step games, population 128, two rounds), the bare games ran 2.05 times as
-# fast with 2 workers and ES 1.90 times: efficiency 0.93.
+# **Expected output:** a line per worker count and the two pictures. The speed-ups are your
+# machine's and hold only while nothing else competes for its cores; the efficiency holds up
+# better, because ES and the bare games meet the same competition. The solution's run below
+# shows it: on the 2-core machine this course is built on, with a training run and test suites
+# competing for both cores (2026-11-26, load average 11), neither sped up with 2 workers (ES
+# 0.92 times as fast, the bare games 0.96), and the efficiency was 0.96. On the same machine
+# less loaded (2026-11-25, the course's benchmark: 500-step games, population 128, two rounds),
+# the bare games ran 2.05 times as fast with 2 workers and ES 1.90 times: efficiency 0.93.
 
 # %%
+from threadpoolctl import threadpool_limits
+
 from pong.games import PongGames
 from pong.policy import PongDensePolicy
 
@@ -323,11 +325,12 @@ counts = sorted({1, cores} | {2 ** i for i in range(1, 8) if 2 ** i < cores})
 members, steps = (8, 30) if FAST else (32, 300)
 params = 0.01 * np.random.default_rng(0).standard_normal((members, PONG.num_params)).astype(np.float32)
 speed = {(n, bare): [] for n in counts for bare in (False, True)}
-for n in counts:
-    steps_per_second(n, params, 1, False)                 # each worker builds its games, before the clock
-    for _ in range(2):                                    # two rounds, ES and the bare games interleaved
-        for bare in (False, True):
-            speed[n, bare].append(steps_per_second(n, params, steps, bare))
+with threadpool_limits(1):        # one BLAS thread in this process too, as joblib gives each worker
+    for n in counts:
+        steps_per_second(n, params, 1, False)             # each worker builds its games, before the clock
+        for _ in range(2):                                # two rounds, ES and the bare games interleaved
+            for bare in (False, True):
+                speed[n, bare].append(steps_per_second(n, params, steps, bare))
 es_up = {n: np.median(speed[n, False]) / np.median(speed[1, False]) for n in counts}
 bare_up = {n: np.median(speed[n, True]) / np.median(speed[1, True]) for n in counts}
 for n in counts:
@@ -364,5 +367,10 @@ plt.show()
 #   to the step cap and the chunks are equal, so the gap is mostly dispatch, and it grows as
 #   the work per worker shrinks (try `members, steps = 32, 60`). On 16 cores that gap cost ES
 #   about a tenth (efficiency 0.88 to 0.92).
+# * **Threads you did not ask for.** NumPy's linear algebra (BLAS) may start a thread per core
+#   in every process, and those threads then compete for the same cores. joblib gives each of
+#   its workers one; the cell gives this process one too (`threadpool_limits(1)`). Without it,
+#   on the busy machine above, ES in one process ran at about 430 steps per second instead of
+#   1,040, and 2 workers looked 2.3 times as fast as 1.
 # * **Communication**, once the workers are other machines: the center to every worker each
 #   generation, or, in the paper's design, only the returns (notebook 03, sections 5 and 6).

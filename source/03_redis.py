@@ -632,9 +632,9 @@ check.noise_table(make_noise_table, generation_offsets, table_noise)
 # What to expect: the table costs its memory on every machine and a build once per process;
 # per pair, a slice is cheaper than a generator and its draws at both sizes. On the 2-core
 # machine this course is built on (2026-11-26, busy with other jobs, load average 11), the
-# solution's run: the table of 2^24 values built in 0.9 s; at 10 parameters 13.7 us per pair
-# by a generator against 1.9 by a slice, at 100,000 parameters 4,594 us against 698 (7 times
-# faster at both). A fast-mode run there, less loaded, gave 8 times at both.
+# solution's run: the table of 2^24 values built in 1.0 s; at 10 parameters 13.7 us per pair
+# by a generator against 1.9 by a slice (7 times faster), at 100,000 parameters 4,511 us
+# against 737 (6 times). Two other runs there gave 7 and 8 times at both sizes.
 
 # %%
 size = 1 << (20 if FAST else 24)
