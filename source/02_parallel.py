@@ -194,8 +194,8 @@ check.parallel_returns(parallel_returns, evaluate_members)
 #
 # **Expected output:** four lines with the same mean return, `identical for 1, 2, 3 and 4
 # jobs: True`, and the times. Two jobs gain little here, or lose: on the 2-core machine this
-# course is built on, busy with other jobs (2026-11-26, load average 8 to 12), four runs took
-# 0.07 to 0.19 s with 1 job, 0.12 to 0.15 s with 2, 0.18 to 0.42 s with 3 and 0.30 to 0.52 s
+# course is built on, busy with other jobs (2026-11-26, load average 8 to 12), five runs took
+# 0.07 to 0.19 s with 1 job, 0.09 to 0.15 s with 2, 0.18 to 0.42 s with 3 and 0.30 to 0.52 s
 # with 4. Section 5 measures work where parallelism pays.
 
 # %%
@@ -252,19 +252,20 @@ plt.show()
 # before the clock starts; two rounds, interleaved; the medians are shown. A couple of minutes
 # on 2 cores.
 #
-# On the right, the course's own measurement on 16 cores (2026-11-26, a 16-vCPU Intel Xeon,
+# Below yours, the course's own measurement on 16 cores (2026-11-26, a 16-vCPU Intel Xeon,
 # the course package's Pong training with joblib, Redis and Dask workers, population 128): at 16
 # workers the bare games ran 11.8 to 13.7 times as fast as in one process, and ES 10.9 (joblib)
 # to 12.1 (Redis) times as fast: efficiency about 0.9.
 #
-# **Expected output:** a line per worker count and the two pictures. The speed-ups are your
-# machine's and hold only while nothing else competes for its cores; the efficiency holds up
-# better, because ES and the bare games meet the same competition. The solution's run below
-# shows it: on the 2-core machine this course is built on, with a training run and test suites
-# competing for both cores (2026-11-26, load average 11), neither sped up with 2 workers (ES
-# 0.92 times as fast, the bare games 0.96), and the efficiency was 0.96. On the same machine
-# less loaded (2026-11-25, the course's benchmark: 500-step games, population 128, two rounds),
-# the bare games ran 2.05 times as fast with 2 workers and ES 1.90 times: efficiency 0.93.
+# **Expected output:** a line per worker count and two pictures. The numbers are your
+# machine's, and they hold only while nothing else competes for its cores: measure on a quiet
+# machine. The solution's run below was not: on the 2-core machine this course is built on,
+# with a training run and test suites competing for both cores (2026-11-26, load average 11),
+# ES ran 1.40 times as fast with 2 workers and the bare games 1.15 times, an "efficiency" of
+# 1.22 that only says the load changed between the measurements (an earlier run there: 0.92,
+# 0.96 and 0.96). On the same machine less loaded (2026-11-25, the course's benchmark:
+# 500-step games, population 128, two rounds), the bare games ran 2.05 times as fast with 2
+# workers and ES 1.90 times: efficiency 0.93.
 
 # %%
 from threadpoolctl import threadpool_limits
@@ -337,21 +338,26 @@ for n in counts:
     print(f"{n:>3} worker(s): ES {np.median(speed[n, False]):7,.0f} steps/s (speed-up {es_up[n]:.2f}), bare games "
           f"{np.median(speed[n, True]):7,.0f} steps/s ({bare_up[n]:.2f}), efficiency {es_up[n] / bare_up[n]:.2f}")
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-left.plot(counts, counts, "k:", label="ideal")
-left.plot(counts, [bare_up[n] for n in counts], "s--", label="bare games (the machine's ceiling)")
-left.plot(counts, [es_up[n] for n in counts], "o-", label="ES")
-left.set(xlabel="workers", ylabel="speed-up over 1 worker", title=f"your machine: {cores} core(s)")
-left.legend()
+plt.figure(figsize=(6, 4))
+plt.plot(counts, counts, "k:", label="ideal")
+plt.plot(counts, [bare_up[n] for n in counts], "s--", label="bare games (the machine's ceiling)")
+plt.plot(counts, [es_up[n] for n in counts], "o-", label="ES")
+plt.xticks(counts)
+plt.xlabel("workers")
+plt.ylabel("speed-up over 1 worker")
+plt.title(f"your machine: {cores} core(s)")
+plt.legend()
+plt.show()
 figure = next((os.path.join(d, "docs", "scaling-16core.png") for d in (".", "..")
                if os.path.exists(os.path.join(d, "docs", "scaling-16core.png"))), None)
-if figure:
-    right.imshow(plt.imread(figure))
-    right.set_title("the course's measurement on 16 cores")
+if figure:                        # the course's measurement, beside yours
+    plt.figure(figsize=(13, 5.5))
+    plt.imshow(plt.imread(figure))
+    plt.axis("off")
+    plt.title("the course's measurement on 16 cores (2026-11-26)")
+    plt.show()
 else:
-    right.text(0.5, 0.5, "scaling-16core.png is not in docs/ here", ha="center")
-right.axis("off")
-plt.show()
+    print("scaling-16core.png is not in docs/ here: the course's 16-core curve is not shown")
 
 # %% [markdown]
 # **What limits each.** Three things stand between N workers and N times the speed:

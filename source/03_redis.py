@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 03 · Distributed ES through Redis [+5 points]
+# # 03 · Distributed ES through Redis [+5 points, +5 extras]
 #
 # Several machines share one Redis server. The master writes the current generation's task
 # (the center as raw float32 bytes), hands out chunks of members as *leased* jobs, and gathers
