@@ -376,7 +376,7 @@ else:
 # * **Threads you did not ask for.** NumPy's linear algebra (BLAS) may start a thread per core
 #   in every process, and those threads then compete for the same cores. joblib gives each of
 #   its workers one; the cell gives this process one too (`threadpool_limits(1)`). Without it,
-#   on the busy machine above, ES in one process ran at about 430 steps per second instead of
-#   1,040, and 2 workers looked 2.3 times as fast as 1.
+#   on the busy machine above, ES in one process ran at 420 to 440 steps per second instead of
+#   1,040 to 1,190 (three runs each), and 2 workers looked 1.7 to 2.4 times as fast as 1.
 # * **Communication**, once the workers are other machines: the center to every worker each
 #   generation, or, in the paper's design, only the returns (notebook 03, sections 5 and 6).
