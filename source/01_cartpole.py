@@ -279,9 +279,9 @@ print("Adam's curve:", [round(float(c), 1) for c in adam_curve])
 #
 # **Expected output** (seeds 0..9, measured when the course was built):
 # ```
-#                        z-scores, lr 0.3: [7, 2, 8, 7, 7, 6, 5, 2, 8, 8]
-#                  centered ranks, lr 0.3: [11, 10, 12, 11, 11, 11, 12, 11, 12, 9]
-#                  centered ranks, lr 1.0: [19, 14, 20, 20, 28, 22, 22, 14, 17, 14]
+#                         z-scores, lr 0.3: [7, 2, 8, 7, 7, 6, 5, 2, 8, 8]
+#                   centered ranks, lr 0.3: [11, 10, 12, 11, 11, 11, 12, 11, 12, 9]
+#                   centered ranks, lr 1.0: [19, 14, 20, 20, 28, 22, 22, 14, 17, 14]
 # ```
 # Z-scores solve CartPole in fewer generations than ranks at either step size: here the size
 # of a difference in return (500 against 60) carries information that ranks throw away, and
