@@ -18,7 +18,11 @@ Code cells mark graded regions the nbgrader way::
 *source* version; ``notebooks/NAME.ipynb`` replaces each region by a banner and ``raise
 NotImplementedError`` at the region's indentation, so a blank notebook is still valid Python.
 Cell tags: ``solution_only`` (dropped from the student notebook), ``student_only`` (dropped
-from the solution), ``grader`` (dropped from both).
+from the solution), ``grader`` (dropped from both). Inline questions (CS231n's, answered in
+words, read by hand): a Markdown cell tagged ``question:ID``, the student's answer cell tagged
+``answer:ID`` (and ``student_only``; the one cell a student edits that is not code), and the
+reference answer tagged ``reference:ID`` (and ``solution_only``); ``inline_questions`` reads
+them for the grader's feedback.
 
 Both carry nbgrader cell metadata (``nbgrader_metadata``): a cell with a solution region is
 a solution cell; a cell that is one call ``check.NAME(...)`` is an autograded cell with
@@ -86,7 +90,43 @@ def nbgrader_metadata(cell: dict, name: str, index: int) -> dict:
         meta.update(grade=True, grade_id=check, points=CHECKS[check][1])
     elif cell["type"] == "code" and any(l.strip() == BEGIN for l in cell["source"].splitlines()):
         meta.update(solution=True, locked=False)
+    elif answer_id(cell["tags"]) is not None:
+        meta.update(locked=False)          # the student writes their answer in it
     return meta
+
+
+def _tagged(tags, kind: str) -> str | None:
+    return next((t.split(":", 1)[1] for t in tags if t.startswith(kind + ":")), None)
+
+
+def answer_id(tags) -> str | None:
+    """ID of an inline question's answer cell (tag ``answer:ID``), else None."""
+    return _tagged(tags, "answer")
+
+
+def inline_questions(name: str) -> dict[str, dict]:
+    """The inline questions of notebook ``name``, in order: ID -> {"question", "reference"}
+    (Markdown text), read from its source."""
+    out: dict[str, dict] = {}
+    for cell in parse((SOURCES / f"{name}.py").read_text()):
+        for kind in ("question", "reference"):
+            qid = _tagged(cell["tags"], kind)
+            if qid is not None:
+                out.setdefault(qid, {})[kind] = cell["source"]
+    return out
+
+
+def student_answers(nb) -> dict[str, str]:
+    """ID -> the text of each inline question's answer cell in a student's notebook (tag
+    ``answer:ID``), as written."""
+    out = {}
+    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+        tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
+        qid = answer_id(tags) if isinstance(tags, list) and all(isinstance(t, str) for t in tags) else None
+        if qid is not None and cell.get("cell_type") == "markdown":
+            source = cell.get("source", "")
+            out[qid] = "".join(source) if isinstance(source, list) else str(source)
+    return out
 
 
 def build_notebook(cells: list[dict], name: str, student: bool) -> dict:

@@ -385,7 +385,8 @@ def train_cartpole(fn, rng):
         returns, _ = cartpole.play(params, np.arange(1000, 1020))
         if returns.mean() < 475:
             _fail(f"train_cartpole: trained from seed {seed}, the policy scores {returns.mean():.1f} on seeds "
-                  "1000..1019, below 475")
+                  "1000..1019, below 475; the cell above plots your loop from seed 0 against the five steps' "
+                  "curve: where they part is where your loop departs from the steps")
     if not np.array_equal(np.asarray(_call(fn, a), dtype=np.float32).ravel(), runs[a]):
         _fail(f"train_cartpole: two runs from seed {a} gave different parameters; draw every random number "
               "from the generator built from the seed, never np.random.*")
@@ -631,6 +632,138 @@ def _payload_encoder(gather_fn):
     if encode is None:
         _fail("gather: define encode_result first (section 1): the check's workers push what it encodes")
     return encode
+
+
+# ---------------------------------------------------------------- extras in 03: the paper's Algorithm 2
+@_register("seeds_only_update", "extras", 3, "03_redis", "update_from_returns")
+def seeds_only_update(fn, rng):
+    """update_from_returns(center, seed, generation, chunk_returns, sigma, lr) -> the next center
+    (float32): 12 generations of it in the notebook's process (the master) and in 3 worker
+    processes that get the generation-0 center once and then only each generation's returns
+    (chunks of unequal sizes, in member order). Every worker must end each generation
+    bit-identical to the master, and the master within 1e-5 (relative) of notebook 03's
+    es_update: mirrored pair noise rebuilt from (seed, generation, pair), z-scores of the whole
+    population, one SGD step. The returns are drawn by the check, not played: what is tested is
+    that the update needs nothing else."""
+    dim, population, generations = int(rng.integers(5, 12)), 2 * int(rng.integers(8, 14)), 12
+    seed, sigma, lr = int(rng.integers(2 ** 31)), float(rng.uniform(0.05, 0.3)), float(rng.uniform(0.05, 0.5))
+    cuts = np.sort(rng.choice(np.arange(3, population - 2), 2, replace=False))
+    bounds = [(0, int(cuts[0])), (int(cuts[0]), int(cuts[1])), (int(cuts[1]), population)]
+    center = (rng.standard_normal(dim) * 0.1).astype(np.float32)
+    returns = []
+    for _ in range(generations):      # each chunk's returns on a scale of its own: per-chunk shaping shows
+        r = rng.standard_normal(population) * rng.uniform(1, 50) + rng.uniform(-100, 100)
+        r[bounds[1][0]:bounds[1][1]] += float(rng.uniform(20, 60))
+        returns.append([r[a:b].copy() for a, b in bounds])
+    want = answers("seeds_only_update", center, seed, returns, sigma, lr)
+    reply = _observe(fn, center.copy(), seed, returns, sigma, lr, seeds_only=len(bounds))
+    if isinstance(reply["value"], list):
+        _fail("update_from_returns: its centers differ in shape from one generation to the next; return the "
+              "center, float32 (dim,)")
+    master = _array(reply["value"], (generations, dim), "update_from_returns (the master's centers, one per "
+                    "generation)")
+    scale = np.max(np.abs(want["right"])) + 1e-3
+    off = lambda name: np.max(np.abs(master - want[name]), axis=1) / scale      # noqa: E731
+    wrong = np.flatnonzero(off("right") > 1e-5)
+    if len(wrong):
+        g = int(wrong[0])
+        for name, why in (
+                ("noise_reused", "generation {g} reused generation 0's noise: one generation's noise reused. Rebuild "
+                                 "the noise of the generation you are given (rng_for(seed, NOISE, generation, k))"),
+                ("previous_noise", "generation {g} used the noise of generation {p}: one generation's noise reused. "
+                                   "Rebuild the noise of the generation you are given"),
+                ("sign_lost", "member 2k+1 got +eps_k: a pair's sign was lost. Members 2k and 2k+1 play "
+                              "+eps_k and -eps_k (mirrored pairs), so row 2k+1 of the noise is -eps_k"),
+                ("per_worker", "each worker's chunk of returns was shaped on its own: shaping applied per worker. "
+                               "Concatenate the chunks and z-score the whole population at once (a chunk's mean "
+                               "and spread are not the population's)"),
+                ("ranks", "shaped with centered ranks; this update z-scores the returns, as es_update does"),
+                ("raw", "the raw returns weigh the noise; z-score them first"),
+                ("no_sigma", "the step is not divided by sigma; grad = noise.T @ z / (population * sigma)")):
+            if off(name)[g] <= 1e-5:
+                _fail("update_from_returns: " + why.format(g=g, p=max(g - 1, 0)))
+        _fail(f"update_from_returns: generation {g}'s center is off by {off('right')[g]:.2g} (relative) from the "
+              "course's update; rebuild each pair's noise, mirror it, z-score all returns, step by "
+              "lr * noise.T @ z / (population * sigma), and return float32")
+    for i, run in enumerate(reply.get("workers") or []):
+        if isinstance(run, str):
+            _fail(f"update_from_returns: worker process {i + 1} raised {run}")
+        got = np.asarray(run)
+        if got.shape != master.shape:
+            _fail(f"update_from_returns: worker process {i + 1} returned centers of shape {got.shape}, the master "
+                  f"{master.shape}")
+        differs = np.flatnonzero(np.any(got != np.asarray(reply["value"]), axis=tuple(range(1, got.ndim))))
+        if len(differs):
+            _fail(f"update_from_returns: worker process {i + 1}, which received only the returns, ended generation "
+                  f"{int(differs[0])} at another center than the master (not bit-identical): the update must depend "
+                  "on (seed, generation, returns) alone, never on the global np.random state, a clock or what "
+                  "this process computed before")
+
+
+@_register("noise_table", "extras", 2, "03_redis", "make_noise_table", "generation_offsets", "table_noise")
+def noise_table(make_noise_table, generation_offsets, table_noise, rng):
+    """make_noise_table(seed, size) -> float32 (size,), exactly default_rng(seed).standard_normal(
+    size, dtype=np.float32); generation_offsets(seed, generation, pairs, size, dim) -> ints
+    (pairs,), exactly default_rng([seed, generation]).integers(0, size - dim + 1, pairs);
+    table_noise(table, offsets, member, dim) -> float32 (dim,), exactly sign * table[o:o + dim]
+    with o = offsets[member // 2] and the sign +1 for an even member, -1 for an odd one."""
+    seed, size = int(rng.integers(2 ** 31)), int(rng.integers(2000, 5000))
+    want = answers("noise_table", seed, size)
+    raw = np.asarray(_call(make_noise_table, seed, size))
+    if raw.shape != (size,):
+        _fail(f"make_noise_table: expected shape (size,) = ({size},), got {raw.shape}")
+    if raw.dtype != np.float32:
+        _fail(f"make_noise_table: returns {raw.dtype}; the table is float32 (half the memory), drawn as float32: "
+              "standard_normal(size, dtype=np.float32)")
+    digest = _float32_digest(raw)
+    if digest != want["right"]:
+        if digest == want["float64_cast"]:
+            _fail("make_noise_table: float64 draws cast to float32 are other numbers than float32 draws; draw with "
+                  "standard_normal(size, dtype=np.float32)")
+        if digest == want["global"]:
+            _fail("make_noise_table: built from the global np.random state; build it from "
+                  "np.random.default_rng(seed), so every machine builds the same table from the seed")
+        _fail("make_noise_table: not the table np.random.default_rng(seed).standard_normal(size, dtype=np.float32) "
+              "draws in one call (every machine must build the same table from the seed)")
+    dim, pairs = int(rng.integers(8, 20)), int(rng.integers(12, 24))
+    table = rng.standard_normal(3 * dim).astype(np.float32)   # small: the offsets span it, up to its last value
+    run, generation = int(rng.integers(2 ** 31)), int(rng.integers(1, 1000))
+    offsets = answers("table_offsets", run, generation, pairs, len(table), dim)
+    got = np.asarray(_call(generation_offsets, run, generation, pairs, len(table), dim))
+    if got.shape != (pairs,):
+        _fail(f"generation_offsets: expected one offset per pair, shape ({pairs},), got {got.shape}")
+    got = got.astype(np.int64).tolist()
+    if got != offsets["right"]:
+        if got == offsets["to_the_end"] or max(got) > len(table) - dim:
+            _fail(f"generation_offsets: an offset of {max(got)} in a table of {len(table)} values for dim = {dim} runs "
+                  "past its end; draw offsets in [0, size - dim]: integers(0, size - dim + 1, pairs)")
+        if got == offsets["no_generation"]:
+            _fail("generation_offsets: the generation is left out of the generator's key, so every generation plays "
+                  "the same noise; draw from default_rng([seed, generation])")
+        _fail("generation_offsets: not the offsets np.random.default_rng([seed, generation]).integers(0, size - dim + "
+              "1, pairs) draws in one call")
+    right = np.asarray(offsets["right"])
+    for member in range(2 * pairs):
+        got = np.asarray(_call(table_noise, table.copy(), right.copy(), member, dim))
+        k, sign = member // 2, 1 - 2 * (member % 2)
+        want_noise = sign * table[right[k]:right[k] + dim]
+        if got.shape == want_noise.shape and np.array_equal(got, want_noise):
+            continue
+        if got.shape != (dim,):
+            _fail(f"table_noise: expected shape (dim,) = ({dim},), got {got.shape}")
+        if sign < 0 and np.array_equal(got, -want_noise):
+            _fail(f"table_noise: member {member} (odd) got +eps of pair {k}; member 2k+1 plays -eps_k, the slice "
+                  "negated: a pair's sign was lost")
+        if member < pairs and np.array_equal(got, sign * table[right[member]:right[member] + dim]):
+            _fail(f"table_noise: member {member} read offsets[{member}]; a mirrored pair shares one offset, "
+                  "offsets[member // 2]")
+        _fail(f"table_noise: member {member} differs from sign * table[o:o + dim] with o = offsets[member // 2] = "
+              f"{right[k]}")
+
+
+def _float32_digest(a: np.ndarray) -> str:
+    """Shape and bytes of a float32 array (``references.float32_digest``)."""
+    return hashlib.sha256(repr(a.shape).encode() + np.ascontiguousarray(a, dtype=np.float32).tobytes()).hexdigest()
 
 
 # ---------------------------------------------------------------- milestone 4 (04)

@@ -41,9 +41,28 @@ def _pong(p: dict) -> list[str]:
     return out
 
 
+# an answer cell as released: the prompt, then the placeholder the student replaces
+PROMPT, PLACEHOLDER = "**Your answer:**", "*(write it here: your instructor reads it; it earns no points from the checks)*"
+
+
+def _questions(answers: list) -> list:
+    """The inline questions of one notebook: each question, the student's answer and the
+    reference answer, for the instructor to read (the checks give them no points)."""
+    out: list = [("h3", "Inline questions (no points from the checks: read by hand)")]
+    for q in answers:
+        if not isinstance(q, dict):
+            continue
+        answer = str(q.get("answer", "")).replace(PLACEHOLDER, "").strip().removeprefix(PROMPT).strip()
+        if not answer:
+            answer = "(no answer written)"
+        out += [("p", str(q.get("question", "")).strip()), ("quote", f"Your answer: {answer}"),
+                ("p", str(q.get("reference", "")).strip())]
+    return out
+
+
 def blocks(s: Student) -> list:
-    """The feedback as blocks: ("h1"|"h2"|"h3"|"p", text), ("table", header, rows), ("ul", items),
-    ("code", text)."""
+    """The feedback as blocks: ("h1"|"h2"|"h3"|"p"|"quote", text), ("table", header, rows), ("ul",
+    items), ("code", text)."""
     book = totals(s)
     rows = student_rows(s)
     out: list = [("h1", f"Feedback for {s.name}"),
@@ -84,6 +103,8 @@ def blocks(s: Student) -> list:
             if isinstance(r.get("pong"), dict):
                 out.append(("h3", "Your Pong run"))
                 out.append(("ul", _pong(r["pong"])))
+        if res is not None and res.get("answers"):
+            out += _questions(res["answers"])
         if res is not None and res.get("notes"):
             out.append(("ul", [f"note: {n}" for n in res["notes"]]))
     if s.notes:
@@ -112,6 +133,8 @@ def markdown(bl: list) -> str:
             md += ["#" * int(kind[1]) + " " + b[1], ""]
         elif kind == "p":
             md += [b[1], ""]
+        elif kind == "quote":
+            md += ["> " + line for line in str(b[1]).splitlines()] + [""]
         elif kind == "ul":
             md += [f"- {x}" for x in b[1]] + [""]
         elif kind == "code":
@@ -129,6 +152,8 @@ def to_html(bl: list, title: str) -> str:
         kind = b[0]
         if kind in ("h1", "h2", "h3", "p"):
             body.append(f"<{kind}>{e(b[1])}</{kind}>")
+        elif kind == "quote":
+            body.append(f"<blockquote>{e(b[1])}</blockquote>")
         elif kind == "ul":
             body.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in b[1]) + "</ul>")
         elif kind == "code":

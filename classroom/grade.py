@@ -93,6 +93,8 @@ def _grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: i
         return out
     name = notebook_name(nb, path)
     names = checks_for(name)
+    from .build import student_answers
+    out["answers"] = student_answers(nb)      # inline questions: read by hand, in the feedback
     rows = [{"name": n, "milestone": CHECKS[n][0], "points": 0, "max": CHECKS[n][1], "message": ""} for n in names]
     out.update(notebook=name, max=sum(r["max"] for r in rows))
     if not names:
@@ -773,6 +775,25 @@ def validate(raw, names: list[str], ungraded: str | None = None) -> list[dict]:
     return rows
 
 
+MAX_ANSWER_CHARS = 3000
+
+
+def inline_answers(notebook: str, raw) -> list[dict]:
+    """The notebook's inline questions, in order, each with the student's answer as the child
+    read it (``""`` when there is none; at most ``MAX_ANSWER_CHARS``) and the reference answer:
+    ``[{"id", "question", "answer", "reference"}]``, for the feedback, read by hand (no points)."""
+    from .build import SOURCES, inline_questions
+    if not notebook or not (SOURCES / f"{notebook}.py").exists():
+        return []
+    given = raw if isinstance(raw, dict) else {}
+    out = []
+    for qid, q in inline_questions(notebook).items():
+        answer = given.get(qid)
+        out.append({"id": qid, "question": q.get("question", ""), "reference": q.get("reference", ""),
+                    "answer": answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else ""})
+    return out
+
+
 def _plain(v, depth: int = 0):
     """Numbers, strings, booleans and short lists of them; anything else dropped."""
     if isinstance(v, (bool, int, float)) or v is None:
@@ -925,6 +946,7 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
         out["error"] = f"ungraded: {ungraded[:600]}"
     if isinstance(child.get("notes"), list):
         out["notes"] = [str(n)[:300] for n in child["notes"][:20]]
+    out["answers"] = inline_answers(out["notebook"], child.get("answers"))
     out["status"] = "graded" if ungraded is None else f"ungraded: {ungraded[:600]}"
     out["total"] = sum(r_["points"] or 0 for r_ in out["checks"])
     out["max"] = sum(r_["max"] for r_ in out["checks"])

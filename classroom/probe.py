@@ -11,7 +11,7 @@ MARKER = "@@ES-PROBE@@"
 
 
 def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_after=False, spy=None,
-            count_lines=False, reference=()) -> dict:
+            count_lines=False, reference=(), seeds_only=0) -> dict:
     """``{"value": fn(*args)}`` plus what was asked for:
 
     - ``global_seed``: seed the global NumPy state first; ``draw_after``: its next
@@ -26,8 +26,15 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
       function of that name (``REFERENCE``), so ``fn`` is graded apart from the helpers it calls;
       ``reference={name: source}``: the same, defined from the source the grader sent (a
       graded kernel need not be able to import the reference).
+    - ``seeds_only=N``: ``args`` are ``(center, seed, returns, sigma, lr)``, with ``returns`` a
+      list per generation; run the update ``fn(center, seed, g, returns[g], sigma, lr)``
+      generation after generation here (``"value"``: the centers, one row per generation) and
+      in N worker processes that get the center once and then only each generation's returns
+      (``"workers"``: each one's centers, or the error it raised).
     """
     import numpy as np
+    if seeds_only:
+        return _seeds_only(fn, args, int(seeds_only))
     if elsewhere:
         from joblib import Parallel, delayed
         return {"value": Parallel(n_jobs=2)(delayed(fn)(*args) for _ in range(2))}
@@ -63,6 +70,80 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
     if draw_after:
         reply["after"] = float(np.random.random())
     return reply
+
+
+def _seeds_only(fn, args, workers: int) -> dict:
+    """The master's run of the update here, and ``workers`` forked processes that receive the
+    generation-0 center once, then one message per generation holding its returns alone."""
+    import multiprocessing as mp
+    import numpy as np
+    center, seed, returns, sigma, lr = args
+    if "fork" not in mp.get_all_start_methods():      # Windows: each worker gets every generation's returns at once
+        from joblib import Parallel, delayed
+        runs = Parallel(n_jobs=2)(delayed(_generations)(fn, center, seed, returns, sigma, lr, i + 1)
+                                  for i in range(workers))
+        return {"value": _generations(fn, center, seed, returns, sigma, lr), "workers": runs}
+    master = _generations(fn, center, seed, returns, sigma, lr)     # a stub raises here, before any process starts
+    ctx = mp.get_context("fork")
+    links, procs = [], []
+    for i in range(workers):
+        here, there = ctx.Pipe()
+        p = ctx.Process(target=_worker, args=(fn, there, i + 1), daemon=True)
+        p.start()
+        there.close()
+        here.send((np.array(center, copy=True), seed, sigma, lr))
+        links.append(here)
+        procs.append(p)
+    for chunks in [*returns, None]:        # after generation 0, only returns travel; None: the end
+        for here in links:
+            try:
+                here.send(None if chunks is None else [np.array(c, copy=True) for c in chunks])
+            except (BrokenPipeError, ConnectionResetError):
+                pass                       # that worker stopped (its code raised): its reply says why
+    runs = []
+    for here in links:
+        runs.append(here.recv() if here.poll(120) else "TimeoutError: no answer within 120 s")
+        here.close()
+    for p in procs:
+        p.join(10)
+        if p.is_alive():
+            p.kill()
+    return {"value": master, "workers": runs}
+
+
+def _generations(fn, center, seed, returns, sigma, lr, worker: int = 0):
+    """``fn`` generation after generation from ``center``: the centers, one row per generation.
+    A worker process (``worker`` > 0) starts from a global NumPy state of its own, as a process
+    on another machine would."""
+    import numpy as np
+    if worker:
+        np.random.seed(worker)
+    out = []
+    for g, chunks in enumerate(returns):
+        center = fn(center, seed, g, [np.array(c, copy=True) for c in chunks], sigma, lr)
+        out.append(np.array(center, copy=True))
+    return np.stack(out) if out and all(np.shape(o) == np.shape(out[0]) for o in out) else out
+
+
+def _worker(fn, link, worker: int):
+    """One worker: the center of generation 0, then one message of returns per generation."""
+    import numpy as np
+    try:
+        np.random.seed(worker)
+        center, seed, sigma, lr = link.recv()
+        out, g = [], 0
+        while True:
+            chunks = link.recv()
+            if chunks is None:
+                break
+            center = fn(center, seed, g, chunks, sigma, lr)
+            out.append(np.array(center, copy=True))
+            g += 1
+        link.send(np.stack(out) if out and all(np.shape(o) == np.shape(out[0]) for o in out) else out)
+    except BaseException as exc:       # the student's code raised: say what, as text
+        link.send(f"{type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        link.close()
 
 
 _ABSENT = object()

@@ -199,6 +199,65 @@ def decode_payload(payload) -> dict:
     return {"generation": generation, "first": first, "returns": returns, "lengths": lengths}
 
 
+def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
+    """Notebook 03's update from (run seed, generation, returns): the centers after each
+    generation of ``returns`` (a list per generation of the workers' chunks of returns), from
+    ``center``, as notebook 03's section 4 updates it (``es_update``: mirrored pair noise from
+    ``classroom.cartpole_workers.pair_noise``, z-scores of the whole population, one SGD step,
+    float32); and the same run with each mistake the check names."""
+    from .cartpole_workers import pair_noise
+
+    def run(noise_of=lambda g, n, d: pair_noise(seed, g, n, d), shape="z", divide=True):
+        c, out = np.asarray(center, dtype=np.float32), []
+        for g, chunks in enumerate(returns):
+            r = np.concatenate([np.asarray(x, dtype=np.float64) for x in chunks])
+            noise = noise_of(g, len(r), c.size)
+            if shape == "per_worker":
+                z = np.concatenate([(np.asarray(x, np.float64) - np.mean(x)) / (np.std(x) + 1e-8) for x in chunks])
+            elif shape == "ranks":
+                z = es_centered_ranks(r).astype(np.float64)
+            elif shape == "raw":
+                z = r
+            else:
+                z = (r - r.mean()) / (r.std() + 1e-8)
+            c = (c + lr * (noise.T @ z) / (len(r) * (sigma if divide else 1.0))).astype(np.float32)
+            out.append(c)
+        return np.stack(out)
+
+    def unsigned(g, n, d):
+        noise = pair_noise(seed, g, n, d)
+        noise[1::2] *= -1
+        return noise
+    return {"right": run(), "noise_reused": run(lambda g, n, d: pair_noise(seed, 0, n, d)),
+            "previous_noise": run(lambda g, n, d: pair_noise(seed, max(g - 1, 0), n, d)),
+            "sign_lost": run(unsigned), "per_worker": run(shape="per_worker"), "ranks": run(shape="ranks"),
+            "raw": run(shape="raw"), "no_sigma": run(divide=False)}
+
+
+def noise_table(seed, size) -> dict:
+    """Notebook 03's table: ``size`` float32 standard normals drawn in one call from
+    ``default_rng(seed)``, as digests (``float32_digest``); and the tables of its usual mistakes."""
+    right = np.random.default_rng(seed).standard_normal(size, dtype=np.float32)
+    return {"right": float32_digest(right),
+            "float64_cast": float32_digest(np.random.default_rng(seed).standard_normal(size).astype(np.float32)),
+            "global": float32_digest(np.random.RandomState(seed).standard_normal(size).astype(np.float32))}
+
+
+def table_offsets(seed, generation, pairs, size, dim) -> dict:
+    """One generation's offsets into a table of ``size`` values for noise of ``dim``: ``pairs``
+    integers in ``[0, size - dim]`` from ``default_rng([seed, generation])`` in one call; and the
+    offsets its usual mistakes give (the range one too wide, the generation left out)."""
+    draw = lambda key, high: np.random.default_rng(key).integers(0, high, pairs).tolist()     # noqa: E731
+    return {"right": draw([seed, generation], size - dim + 1), "to_the_end": draw([seed, generation], size),
+            "no_generation": draw(seed, size - dim + 1)}
+
+
+def float32_digest(a) -> str:
+    """The digest ``classroom.check`` computes of a student's float32 array: shape and bytes."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    return hashlib.sha256(repr(a.shape).encode() + a.tobytes()).hexdigest()
+
+
 def _adam_step(theta, grad, state, lr):
     state = state or {"m": np.zeros(len(grad)), "v": np.zeros(len(grad)), "t": 0}
     t = state["t"] + 1
@@ -224,4 +283,18 @@ SOLUTIONS = {
     "merge_stats": [lambda a, b: (merge_stats(a, b)["count"], merge_stats(a, b)["total"], merge_stats(a, b)["squares"])],
     "mean_std": [lambda *a: (mean_std(*a)["mean"], mean_std(*a)["std"])],
     "linear_policy": [lambda *a: linear_policy(*a)["right"]],
+    "seeds_only_update": [lambda c, seed, g, chunks, sigma, lr: _one_update(c, seed, g, chunks, sigma, lr)],
+    "noise_table": [lambda seed, size: np.random.default_rng(seed).standard_normal(size, dtype=np.float32),
+                    lambda seed, g, pairs, size, dim: np.array(table_offsets(seed, g, pairs, size, dim)["right"]),
+                    lambda table, offsets, member, dim: (1 - 2 * (member % 2)) * np.asarray(table)[
+                        offsets[member // 2]:offsets[member // 2] + dim]],
 }
+
+
+def _one_update(center, seed, generation, chunks, sigma, lr):
+    """One generation of ``seeds_only_update``'s right answer, for the answer key's solution."""
+    from .cartpole_workers import pair_noise
+    r = np.concatenate([np.asarray(x, dtype=np.float64) for x in chunks])
+    z = (r - r.mean()) / (r.std() + 1e-8)
+    c = np.asarray(center, dtype=np.float32)
+    return (c + lr * (pair_noise(seed, generation, len(r), c.size).T @ z) / (len(r) * sigma)).astype(np.float32)

@@ -4,7 +4,8 @@ DIR receives the seven student notebooks, the support code they import (``SUPPOR
 ``es``, ``pong`` and ``classroom`` copied byte for byte, so that a notebook reads the same in
 the release and in the instructor's checkout), the answers the checks need on a few fixed
 seeds (``classroom/expected.json``, recorded from the answer key), a ``requirements.txt``, a
-short README and the pages of ``docs/`` the notebooks cite (``READING``). Not in it:
+short README, the pages of ``docs/`` the notebooks cite (``READING``) and the figures they show
+(``FIGURES``). Not in it:
 ``solutions/``, ``source/``, ``classroom.references``, the grader, and every module holding the reference implementation of a graded function (the ES update,
 noise, optimizers, training loops, the Redis master and protocol, Pong's preprocessing and
 the replay). ``check_release`` proves it on what was written (and ``tests/classroom``):
@@ -43,6 +44,8 @@ SUPPORT = [
 ]
 # The student-facing pages of docs/: written to cite only what a release holds (check_release).
 READING = ["docs/students.md"]
+# Figures a notebook shows beside its own measurements (02: the course's 16-core scaling curve).
+FIGURES = ["docs/scaling-16core.png"]
 RUN_DIR, RUN_FILES = "pong-run", ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz", "beats_random.json")
 # notebook 06 writes its run (classroom.mujoco_runs) and the video of its agent here
 LOCOMOTION_DIR, LOCOMOTION_FILES = "cheetah-run", ("config.json", "metrics.jsonl", "checkpoint.npz", "cheetah.gif")
@@ -71,7 +74,7 @@ Seven notebooks take you from ES on a toy function to an Atari Pong agent of you
 |---|---|
 | `00_es_from_scratch.ipynb`, `01_cartpole.ipynb` | M1: ES in one thread solves CartPole-v1 (10 points) |
 | `02_parallel.ipynb` | M2: the same in parallel with joblib, each job reseeded (5 points) |
-| `03_redis.ipynb` | M3: distributed through Redis (5 points) |
+| `03_redis.ipynb` | M3: distributed through Redis (5 points); extras: workers that receive only the returns (the paper's Algorithm 2), the shared noise table |
 | `04_pong.ipynb` | M4: Pong from 42x42 pixels, better than a random player (10 points) |
 | `05_extras.ipynb` | extras |
 | `06_locomotion.ipynb` | extras: ES teaches MuJoCo's HalfCheetah to run (section 4 trains for minutes) |
@@ -102,7 +105,7 @@ def release(target, force: bool = False, log=print) -> int:
     target.mkdir(parents=True, exist_ok=True)
     notebooks = {target / p.name: text for p, text in outputs().items() if p.parent.name == "notebooks"}
     kept = write_notebooks(notebooks, force, log)
-    for rel in SUPPORT + READING:
+    for rel in SUPPORT + READING + FIGURES:
         dst = target / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / rel, dst)
@@ -155,7 +158,8 @@ def solution_lines(student_notebooks) -> set[str]:
 
 
 GRADED = set(check.CHECKS) | {"encode_result", "decode_result", "evaluate_members", "antithetic_noise",
-                              "adam_update", "member_noise"}
+                              "adam_update", "member_noise", "update_from_returns", "make_noise_table",
+                              "generation_offsets", "table_noise"}
 
 
 def check_release(target) -> list[str]:

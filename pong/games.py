@@ -58,8 +58,8 @@ def _int32(n: int) -> bytes:
 
 def _new_ale(seed32: int):
     import ale_py
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)   # before the first one: no banner per process
     ale = ale_py.ALEInterface()
-    ale.setLoggerMode(ale_py.LoggerMode.Error)
     ale.setFloat("repeat_action_probability", STICKY)
     ale.setInt("max_num_frames_per_episode", MAX_FRAMES)
     ale.setInt("random_seed", np.int32(np.uint32(seed32)).item())

@@ -11,16 +11,12 @@
 # This notebook builds the two pieces (fitness shaping and the gradient estimate) and
 # watches them find the top of the OpenAI blog's quadratic.
 #
-# **How the checks work.** Each graded cell is followed by a check cell, e.g.
+# **How the checks work.** Each function you write is followed by a check cell, e.g.
 # `check.centered_ranks(centered_ranks)`. It calls your function on inputs drawn from a seed
 # and compares what it returns with the right answers at a stated tolerance: it prints one
 # line `OK ...`, or names the likely bug and the seed that repeats it
-# (`check.centered_ranks(centered_ranks, seed=S)`). Where the right answers come from: in a
-# student release, answers recorded for the input seeds 11, 22 and 33
-# (`classroom/expected.json`), so a check that needs them draws one of those seeds (a check
-# whose answer follows from its inputs alone draws a fresh one); in the course's own
-# repository and in the grader, the answer key itself, on inputs drawn fresh for every grading
-# run (an answer pasted from one run fails the next).
+# (`check.centered_ranks(centered_ranks, seed=S)`). The grader runs the same checks on inputs
+# of its own.
 #
 # ### Where the estimate comes from (the log-likelihood trick)
 #
@@ -32,11 +28,13 @@
 #   = \mathbb{E}_x\big[F(x)\, \nabla_\theta \log p(x \mid \theta)\big],
 # \qquad \nabla_\theta \log p(x \mid \theta) = \frac{x - \theta}{\sigma^2} = \frac{\varepsilon}{\sigma}$$
 #
-# with `x = theta + sigma * eps`. That is exactly REINFORCE (the score-function estimator of
-# policy gradients), applied to a Gaussian over the *parameters* instead of over the actions:
-# the whole episode's return `F` plays the role of the reward, and no gradient of `F` (no
-# backpropagation through the policy or the environment) is ever needed. Averaging `n`
-# samples gives the formula above with `w_i = F(theta + sigma eps_i)`.
+# with `x = theta + sigma * eps`. The gradient of a log-density, `grad log p`, is called the
+# *score*, and this way of estimating a gradient the *score-function estimator*. Reinforcement
+# learning knows it as REINFORCE (Williams 1992), where the distribution is the policy's over
+# *actions* and each action's score is weighed by the return. ES applies it to a Gaussian over
+# the *parameters* instead: the whole episode's return `F` plays the role of the reward, and
+# no gradient of `F` (no backpropagation through the policy or the environment) is ever
+# needed. Averaging `n` samples gives the formula above with `w_i = F(theta + sigma eps_i)`.
 #
 # ### Mirrored (antithetic) pairs
 #
@@ -46,7 +44,8 @@
 # $$\hat g_{\text{pairs}} = \frac{1}{2m\,\sigma} \sum_{k=1}^{m}
 #   \big[F(\theta + \sigma\varepsilon_k) - F(\theta - \sigma\varepsilon_k)\big]\,\varepsilon_k .$$
 #
-# Expand `F` around `theta`: `F(theta +- sigma eps) = F(theta) +- sigma eps^T grad F +
+# Expand `F` around `theta` (Taylor, with `H` the Hessian: the matrix of `F`'s second
+# derivatives at `theta`): `F(theta +- sigma eps) = F(theta) +- sigma eps^T grad F +
 # sigma^2/2 eps^T H eps +- O(sigma^3)`. In the difference the constant `F(theta)` and the
 # curvature term cancel, leaving `2 sigma eps^T grad F + O(sigma^3)`, so
 # `g_pairs = (1/m) sum_k eps_k eps_k^T grad F + O(sigma^2)`: its only noise is how far the
@@ -151,8 +150,15 @@ check.centered_ranks(centered_ranks)
 #   `(0.5 * [1, 0] - 0.5 * [0, 2]) / (2 * 0.5)` = **`[0.5, -1.0]`**.
 # * **The check:** relative error at most 1e-5, on random noise, weights and sigma.
 #
-# Keep the `1 / sigma`: without it the step size silently changes whenever you change `sigma`
-# (OpenAI's starter drops it; its users reported it).
+# Keep the `1 / sigma`: it is what makes the estimate a gradient. With raw returns as the
+# weights, each `F(theta + sigma eps)` differs from `F(theta)` by about `sigma eps^T grad F`,
+# and only that difference survives the average (the `F(theta)` part averages to zero), so the
+# `1 / sigma` cancels that `sigma` and the estimate tends to `grad F` whatever `sigma` is: drop
+# it, and the step grows and shrinks with `sigma` (OpenAI's starter drops it; its users
+# reported it). With
+# ranks (section 1's weights) no `sigma` comes from the weights, so the step is `lr / sigma`
+# times a size of its own (section 4): then a change of `sigma` changes the step either way,
+# and `lr` must follow it.
 #
 # <details><summary>Hint: one matrix product</summary>
 #
@@ -242,6 +248,27 @@ for sigma in (0.05, 0.5):
     print(f"sigma {sigma}: raw returns {raw.round(3)} ({angle(raw, exact):.1f} deg from the exact gradient), "
           f"ranks {ranked.round(3)} ({angle(ranked, exact):.1f} deg)")
 
+# %% [markdown] tags=["question:ranks"]
+# **Inline question 1.** At `sigma = 0.5` the average of the rank-shaped estimates points
+# about 14 degrees away from the exact gradient, while the raw-return estimates do not turn.
+# Why do ranks turn the step here and not at `sigma = 0.05`? Is an ES that climbs with ranks
+# still climbing `g`?
+
+# %% [markdown] tags=["student_only", "answer:ranks"]
+# **Your answer:** *(write it here: your instructor reads it; it earns no points from the checks)*
+
+# %% [markdown] tags=["solution_only", "reference:ranks"]
+# **Reference answer:** Raw returns estimate the gradient of `E[g(theta + sigma eps)]`, which for
+# a quadratic is the exact gradient (the smoothing adds only a constant). Ranks replace `g` by
+# `u(g)`, an increasing transform that depends on the population, so the estimate follows the
+# gradient of `E[u(g(theta + sigma eps))]` instead. Where `g` is nearly linear within `sigma`
+# (0.05 here), `u(g)` depends on `eps` only through `grad g . eps`, and the symmetry of the
+# Gaussian keeps the direction. At `sigma = 0.5` the samples reach where `g` curves: the ranks
+# keep only the members' order, not their values, and the gradient of the smoothed shaped
+# objective need not be parallel to `grad g`. It still climbs `g`: ranks climb the probability
+# that a sample beats the current population, which rises toward the same top (an increasing
+# transform of `g` has the same maxima); only the path differs.
+
 # %% [markdown]
 # ## 3. Climbing the blog's quadratic
 #
@@ -294,8 +321,9 @@ plt.show()
 # sigma 1.0 :  1.784  0.408  0.011
 # ```
 # Where `f` is close to linear within `sigma`, the expected step with centered ranks is
-# `0.28 lr / sigma` long (`0.28 = E[(Phi(z) - 1/2) z]` for a standard normal `z`), whatever the
-# scale of `f`. The start is 2 away from the solution. The good runs (distance below 0.06) have
+# `0.28 lr / sigma` long (`0.28 = E[(Phi(z) - 1/2) z]` for a standard normal `z`, with `Phi`
+# its cumulative distribution function: a member's centered rank is about `Phi(z) - 1/2` where
+# `z` is its noise along the gradient), whatever the scale of `f`. The start is 2 away from the solution. The good runs (distance below 0.06) have
 # `lr / sigma` between 0.05 and 0.5; a ratio of 5 or more jitters far from the top (0.594,
 # 0.836, 6.465); at 0.05 or less, 150 steps of at most `0.28 lr / sigma` barely cover the
 # distance or fall short (0.408, 1.784 at sigma 1). Change `sigma` and you must change `lr`

@@ -3,6 +3,7 @@ per check), planted student mistakes (each loses exactly its check's points), an
 that survives hanging checks and broken files."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,7 +110,7 @@ def test_every_check_belongs_to_a_notebook():
     per = {}
     for milestone, points, _, _ in CHECKS.values():
         per[milestone] = per.get(milestone, 0) + points
-    assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 11}
+    assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 16}
 
 
 @pytest.mark.slow
@@ -143,6 +144,7 @@ MERGE = "return count_a + count_b, np.add(total_a, total_b), np.add(squares_a, s
 STD = "return mu, np.sqrt(np.maximum(squares / count - mu * mu, 1e-4))"
 SQUASH = 'squashed = np.tanh(np.einsum("ki,kij->kj", x, weights) + biases)'
 SCALE = "return low + 0.5 * (squashed + 1.0) * (high - low)"
+OFFSETS = "return np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)"
 MISTAKES = [
     ("00_es_from_scratch", RANKS, "return ranks / (len(x) - 1)", "centered_ranks", "forgot to center"),
     ("00_es_from_scratch", RANKS, "return ranks / len(x) - 0.5", "centered_ranks", "divided the ranks by n"),
@@ -205,6 +207,20 @@ MISTAKES = [
      "drop results of another generation"),
     ("03_redis", """in_queue = {f"{job['a']}:{job['b']}" for job in map(json.loads, r.lrange("es:jobs", 0, -1))}""",
      "in_queue = set()", "gather", "still waited in es:jobs"),
+    # notebook 03's extras: the paper's Algorithm 2 and the shared noise table
+    ("03_redis", "seeding.rng_for(seed, seeding.NOISE, generation, k)", "seeding.rng_for(seed, seeding.NOISE, 0, k)",
+     "seeds_only_update", "one generation's noise reused"),
+    ("03_redis", "noise[0::2], noise[1::2] = eps, -eps", "noise[0::2], noise[1::2] = eps, eps", "seeds_only_update",
+     "a pair's sign was lost"),
+    ("03_redis", "weights = (returns - returns.mean()) / (returns.std() + 1e-8)",
+     "weights = np.concatenate([(r - np.mean(r)) / (np.std(r) + 1e-8) for r in chunk_returns])",
+     "seeds_only_update", "shaping applied per worker"),
+    ("03_redis", "sign = 1 if member % 2 == 0 else -1", "sign = 1", "noise_table", "a pair's sign was lost"),
+    ("03_redis", OFFSETS, OFFSETS.replace("size - dim + 1", "size"), "noise_table", "past its end"),
+    ("03_redis", OFFSETS, OFFSETS.replace("[seed, generation]", "seed"), "noise_table", "generation is left out"),
+    ("03_redis", "standard_normal(size, dtype=np.float32)", "standard_normal(size).astype(np.float32)", "noise_table",
+     "float64 draws"),
+    ("03_redis", "start = offsets[member // 2]", "start = offsets[member]", "noise_table", "shares one offset"),
     ("04_pong", AREA, "return rows @ COLUMNS / 800 / 255", "downsample", "without dividing by 255"),
     ("04_pong", AREA, AREA + ".transpose(0, 2, 1)", "downsample", "transposed"),
     ("04_pong", AREA, "return np.floor(rows @ COLUMNS / 800 + 0.5).astype(np.uint8)", "downsample",
@@ -383,8 +399,7 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
         src = (ROOT / "source" / f"{name}.py").read_text()
         for o, n in edits(mistake):
             src = src.replace(o, n)
-        training = "# ## 5. " if name == "04_pong" else "# ## 4. "      # the sections that train or run servers
-        src = "\n".join(line for line in src.split(training)[0].splitlines() if not line.startswith("check."))
+        src = "\n".join(line for line in quick_sections(name, src).splitlines() if not line.startswith("check."))
         namespace = {"__name__": "__main__"}
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(src, name, "exec"), namespace)
@@ -398,6 +413,28 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
                 if words not in str(exc):
                     missed.append(f"{name_of_check} ({words}), seed {seed}: {exc}")
     assert not missed, "\n".join(missed[:20])
+
+
+def quick_sections(name: str, src: str) -> str:
+    """A notebook's source without the sections that train, start servers, fork workers or time
+    things: 04 from section 5 on, 03's sections 0 (a server), 4 (training through it), 6
+    (worker processes), 8 (the course's master) and section 7's timing of the noise table, the
+    others from section 4 on."""
+    if name == "04_pong":
+        return src.split("# ## 5. ")[0]
+    if name != "03_redis":
+        return src.split("# ## 4. ")[0]
+    parts = re.split(r"(?m)^(?=# %% \[markdown\]\n# ## \d+\. )", src)
+    kept = "".join(p for p in parts if not re.match(r"# %% \[markdown\]\n# ## [0468]\. ", p))
+    return re.sub(r"# %% \[markdown\]\n# ### What the table costs.*?(?=# %% \[markdown\]\n# ## |\Z)", "", kept,
+                  flags=re.S)
+
+
+def test_the_quick_sections_of_03_keep_its_functions_and_drop_its_servers():
+    src = quick_sections("03_redis", (ROOT / "source" / "03_redis.py").read_text())
+    assert all(f"def {f}(" in src for f in ("encode_result", "chunks_to_requeue", "gather", "update_from_returns",
+                                            "make_noise_table", "table_noise"))
+    assert "EmbeddedRedis()" not in src and "mp.get_context" not in src and "best_of_3" not in src
 
 
 def test_a_release_asked_for_a_seed_it_did_not_record_says_which_it_has():

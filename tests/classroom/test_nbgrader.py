@@ -35,7 +35,10 @@ def test_generated_notebooks_carry_valid_nbgrader_metadata_worth_the_graders_poi
     assert solution and all(c.cell_type == "code" and not c.metadata["nbgrader"]["locked"] for c in solution)
     marker = "### BEGIN SOLUTION" if folder == "solutions" else "YOUR CODE HERE"
     assert all(marker in c.source for c in solution)
-    assert all(m["locked"] for m in meta if not m["grade"] and not m["solution"])
+    # every other cell is locked, but the inline questions' answer cells, which the student writes in
+    answers = [c for c in nb.cells if any(t.startswith("answer:") for t in c.metadata.get("tags", []))]
+    assert all(not c.metadata["nbgrader"]["locked"] and c.cell_type == "markdown" for c in answers)
+    assert all(m["locked"] for c, m in zip(nb.cells, meta) if not m["grade"] and not m["solution"] and c not in answers)
 
 
 # Each notebook of the round trip, with a mistake on one of its checks for the second student.

@@ -105,3 +105,62 @@ def test_notebook_03s_run_through_redis_with_the_students_gather_ends_where_one_
     assert np.array_equal(centers["redis"], centers["one"])
     assert workers.died is not None and workers.died[1] == 1 and (1, workers.died[2]) in workers.requeued()
     assert workers.errors == []
+
+
+@pytest.fixture(scope="module")
+def redis_answers():
+    """Notebook 03's functions up to section 8, without running its servers or processes."""
+    return answers_of("03_redis", "# ## 8. ")
+
+
+def test_notebook_03s_update_from_returns_is_section_4s_es_update_bit_for_bit(redis_answers):
+    """Section 6's claim: workers that get only the returns end at section 4's center."""
+    from classroom.cartpole_workers import member_returns, pair_noise
+    seed, population, sigma, lr = 0, 256, 0.2, 0.3
+    rng = np.random.default_rng(1)
+    center = (rng.standard_normal(10) * 0.1).astype(np.float32)
+    for g in range(4):
+        task = {"g": g, "seed": seed, "sigma": sigma, "population": population, "center": center}
+        returns = member_returns(task, 0, population)[0]
+        z = (returns - returns.mean()) / (returns.std() + 1e-8)
+        want = (center + lr * (pair_noise(seed, g, population, 10).T @ z) / (population * sigma)).astype(np.float32)
+        got = redis_answers["update_from_returns"](center, seed, g, [returns[:96], returns[96:160], returns[160:]],
+                                                   sigma, lr)
+        assert got.dtype == np.float32 and np.array_equal(got, want), g
+        center = got
+
+
+def test_the_seeds_only_check_fails_a_worker_that_ends_elsewhere_than_the_master(redis_answers):
+    """Right in the master's process, off in a worker process: the check names the worker and
+    the generation (the bit-identity the paper's Algorithm 2 needs)."""
+    import os
+    master_pid, right = os.getpid(), redis_answers["update_from_returns"]
+
+    def elsewhere_off(center, seed, generation, chunk_returns, sigma, lr):
+        new = right(center, seed, generation, chunk_returns, sigma, lr)
+        return new if os.getpid() == master_pid or generation < 3 else np.nextafter(new, np.float32(np.inf))
+    with pytest.raises(check.CheckFailed, match=r"worker process 1, which received only the returns, ended "
+                                                r"generation 3 at another center than the master"):
+        check.seeds_only_update(elsewhere_off, seed=4)
+
+
+def test_the_noise_tables_slices_are_the_tables_values_mirrored_in_pairs(redis_answers):
+    table = redis_answers["make_noise_table"](5, 1000)
+    assert table.dtype == np.float32 and np.array_equal(table, redis_answers["make_noise_table"](5, 1000))
+    offsets = redis_answers["generation_offsets"](5, 3, 8, len(table), 100)
+    assert offsets.min() >= 0 and offsets.max() <= 900
+    assert not np.array_equal(offsets, redis_answers["generation_offsets"](5, 4, 8, len(table), 100))
+    for member in range(16):
+        noise = redis_answers["table_noise"](table, offsets, member, 100)
+        pair = table[offsets[member // 2]:offsets[member // 2] + 100]
+        assert noise.dtype == np.float32 and np.array_equal(noise, pair if member % 2 == 0 else -pair)
+
+
+def test_the_bytes_per_generation_cell_counts_what_the_text_says(redis_answers):
+    ns = answers_of("03_redis", "# ## 7. ")          # its cell is in section 6, outside the answers
+    cells = [c["source"] for c in parse((ROOT / "source" / "03_redis.py").read_text()) if c["type"] == "code"]
+    exec(compile(next(c for c in cells if c.startswith("def bytes_per_generation")).split("\n\nworkers = ")[0],
+                 "03", "exec"), ns)
+    assert ns["bytes_per_generation"](1440, 2880, 10) == (8 * 2880 * 1441, 1440 * 40 + 8 * 2880)
+    only, center = ns["bytes_per_generation"](1440, 2880, 1_000_000)
+    assert round(only / 1e6, 1) == 33.2 and round(center / 1e6, 1) == 5760.0

@@ -12,7 +12,7 @@ import sys
 import nbformat
 import pytest
 
-from classroom.release import READING, SUPPORT, check_release, cited, release, solution_lines
+from classroom.release import FIGURES, READING, SUPPORT, check_release, cited, release, solution_lines
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def test_a_release_has_the_notebooks_support_and_cited_pages_and_nothing_of_the_
     assert sorted(p.name for p in released.glob("*.ipynb")) == [
         "00_es_from_scratch.ipynb", "01_cartpole.ipynb", "02_parallel.ipynb", "03_redis.ipynb", "04_pong.ipynb",
         "05_extras.ipynb", "06_locomotion.ipynb"]
-    for rel in SUPPORT + READING + ["classroom/expected.json", "requirements.txt", "README.md"]:
+    for rel in SUPPORT + READING + FIGURES + ["classroom/expected.json", "requirements.txt", "README.md"]:
         assert (released / rel).is_file(), rel
     for absent in ("solutions", "source", "benchmarks", "classroom/references.py", "classroom/grade.py", "es/shaping.py",
                    "pong/env.py", "pong/replay.py", "es/distributed/protocol.py", "docs/pong.md", "docs/design.md"):
