@@ -269,6 +269,26 @@ def es_step(center, noise, fitness, state, sigma, lr, weight_decay):
 check.es_step(es_step)
 
 # %% [markdown]
+# ### Before training: is your code fast enough? (not graded)
+#
+# Your checks ask for exact answers, not fast ones, and a `downsample` that loops over pixels in
+# Python passes its check and then turns minutes of training into hours: your functions run on
+# every step of every game. The cell below times `downsample`, `stack_frames` and
+# `batched_policy` on what training hands them (32 games' real screens at once), per game
+# step, against the time ALE itself takes to emulate a step, measured in the same cell (the
+# part of training no code of yours can speed up; the ratio does not depend on how fast your
+# machine is). **Target: your three functions together add at most 100% to a game step**, so
+# that training takes at most about twice the times in section 5. The notebook's own way
+# (section 1's hint, one `np.einsum`) adds a few percent (3% on the course's 2-core machine
+# while it trained another run: 28 us against ALE's 1,054 us); a `downsample` with a Python
+# loop over its 42 x 42 output pixels added 5.2 times ALE's step. Too slow, and the cell fails,
+# naming the slowest function and its usual cause. It is worth no points (the training cell
+# runs it again before it starts).
+
+# %%
+check.pong_speed(downsample, stack_frames, batched_policy)
+
+# %% [markdown]
 # ## 5. Your own agent
 #
 # Your four functions train it: every game of every member is preprocessed by your
@@ -345,6 +365,7 @@ if FAST:   # the grader's fast mode: one small generation in memory, to see your
         print(train_until_beats_random(STUDENT_ID, tmp, code, config=small, progress=False))
 else:
     check.ready("04_pong", globals())      # this notebook's checks, run again now: no training before they pass
+    check.pong_speed(downsample, stack_frames, batched_policy)    # and fast enough to train in minutes, not hours
     verdict, minutes, generations = train_until_beats_random(STUDENT_ID, RUN_DIR, code)
     clock = run_minutes(RUN_DIR)
     print(f"{generations} generations: {clock['wall']:.1f} minutes on the clock ({minutes:.1f} of them training, the "
