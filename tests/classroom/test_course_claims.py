@@ -1,0 +1,116 @@
+"""What the course's pages claim, held to what they cite: notebook 05's comparison of SNES with
+OpenAI-ES (one thing differs, both judged alike, the numbers its text states) and the table of
+the paper's elements (docs/paper.md)."""
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import jupytext
+import matplotlib
+import numpy as np
+import pytest
+
+from classroom.build import BEGIN, END
+
+matplotlib.use("Agg")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def notebook_05():
+    """Notebook 05's code cells run in full mode as the solution runs them (checks left out):
+    (namespace, printed text, markdown text)."""
+    nb = jupytext.reads((ROOT / "source" / "05_extras.py").read_text(), fmt="py:percent")
+    namespace, out = {"__name__": "__main__"}, io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for cell in nb.cells:
+            if cell.cell_type == "code" and not cell.source.startswith("check."):
+                exec(cell.source.replace(BEGIN, "").replace(END, ""), namespace)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return namespace, out.getvalue(), markdown
+
+
+def test_05_openai_es_is_snes_with_its_sigma_frozen_on_the_same_samples(notebook_05):
+    ns, _, _ = notebook_05
+    assert ns["generations"] == 600 and ns["population"] == 40
+    # one loop for both: lr_sigma = 0 keeps sigma at its initial 1, every other input the same
+    mu, sigma = np.zeros(3), np.ones(3)
+    s, w = np.random.default_rng(1).standard_normal((4, 3)), np.array([0.4, 0.1, -0.25, -0.25])
+    frozen = ns["snes_step"](mu, sigma, s, w, 1.0, 0.0)
+    assert np.array_equal(frozen[1], sigma) and np.allclose(frozen[0], sigma * (w @ s))
+    u = ns["utilities"](40)
+    assert abs(u.sum()) < 1e-12 and np.all(np.diff(u) <= 0)
+    assert np.allclose(u[20:], -1 / 40)            # the worse half all get -1/n, as the text says
+    assert round(ns["snes_sigma"], 2) == 0.34
+
+
+def test_05_states_the_numbers_it_prints(notebook_05):
+    ns, printed, markdown = notebook_05
+    finals = {name: [float(score[-1]) for score, _ in runs] for name, runs in ns["results"].items()}
+    far = {name: [float(d[-1]) for _, d in runs] for name, runs in ns["results"].items()}
+    snes, fixed, adam = finals.values()
+    snes_far, fixed_far, _ = far.values()
+    assert "[-0.0, -0.99, -3.98, -1.99, -0.99]" in markdown and str([round(v, 2) for v in snes]) in printed
+    assert [round(v, 2) for v in snes] == [-0.0, -0.99, -3.98, -1.99, -0.99]
+    assert "ends between -76 and -120" in markdown and round(max(fixed)) == -76 and round(min(fixed)) == -120
+    assert min(fixed) < -90 < max(fixed)             # "worse than its start (-90)" on most seeds
+    assert "0.2-0.6 per coordinate" in markdown and 0.15 <= min(fixed_far) and max(fixed_far) <= 0.65
+    assert "(-47 to -118)" in markdown and round(max(adam)) == -47 and round(min(adam)) == -118
+    assert max(snes_far) < min(fixed_far) + 0.25
+    assert ns["rastrigin"](np.full(10, 3.0))[0] == pytest.approx(-90)
+
+
+def test_05s_executed_solution_shows_these_numbers():
+    import nbformat
+    nb = nbformat.read(str(ROOT / "solutions" / "05_extras.ipynb"), as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "Rastrigin [-0.0, -0.99, -3.98, -1.99, -0.99]" in text, text[-600:]
+
+
+# ---------------------------------------------------------------- docs/paper.md
+ELEMENTS = ["the estimator", "antithetic (mirrored) pairs", "centered ranks", "weight decay",
+            "seeds-only communication", "the shared noise table", "virtual batch normalization", "the episode cap",
+            "frame-skip invariance", "MuJoCo locomotion", "Atari", "scaling"]
+
+
+def paper_rows() -> dict[str, list[str]]:
+    text = (ROOT / "docs" / "paper.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"\| \*\*(.+?)\*\*(.*?) \| (.*) \|$", line)
+        if m:
+            rows[m[1]] = [c.strip() for c in m[3].split(" | ")]
+    return rows
+
+
+def test_the_paper_table_has_a_row_for_each_element_and_says_where_each_is_taught():
+    rows = paper_rows()
+    assert list(rows) == ELEMENTS
+    for name, (paper, where, scale, reproduces) in rows.items():
+        assert paper and where and reproduces, name
+        for nb in re.findall(r"notebook (0\d)", where):
+            assert list((ROOT / "source").glob(f"{nb}_*.py")), (name, nb)
+    assert rows["virtual batch normalization"][1].startswith("**not taught, not implemented**")
+    assert rows["frame-skip invariance"][1].startswith("**not taught, not measured**")
+    assert "in progress, see [pong/README.md]" in rows["Atari"][3]
+
+
+def test_every_page_the_paper_table_cites_holds_the_figure_it_cites():
+    text = (ROOT / "docs" / "paper.md").read_text()
+    for target in re.findall(r"\]\(([^)#]+)", text):
+        assert (ROOT / "docs" / target).resolve().is_file(), target
+    cited = {"locomotion.md": ["3 of 3 seeds", "median 4.7", "Swimmer\nand Hopper 2 of 3"],
+             "benchmarks.md": ["24 bytes per member per generation", "12 bytes per member plus 50 per chunk"],
+             "distributed.md": ["**efficiency 0.92**", "**0.88**", "**0.89**"],
+             "../pong/README.md": ["209 s instead of ~25"],
+             "../README.md": ["+9.6 points", "[7.2, 12.0]", "-19 to -16", "9 generations in 0.14 s"]}
+    for page, figures in cited.items():
+        body = (ROOT / "docs" / page).read_text()
+        for figure in figures:
+            assert figure in body or figure.replace("\n", " ") in body.replace("\n", " "), (page, figure)
+    source = (ROOT / "es" / "noise_table.py").read_text()
+    assert "TABLE_SIZE = 1 << 25" in source and "2^25 float32 (128 MiB)" in text
+    student = (ROOT / "pong" / "student.py").read_text()
+    assert "game_cap: int = 5_000" in student and "weight_decay: float = 0.005" in student
+    assert "learning_rate: float = 0.01" in student
