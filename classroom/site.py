@@ -31,7 +31,7 @@ from .build import ROOT
 # The navigation, in this order after the course's notebooks (00 -> 05); a page of docs/ not
 # named here still gets its page, at the end of the reference section.
 AUDIENCES = ["docs/students.md", "docs/instructors.md", "docs/self-learners.md"]
-REFERENCE = ["docs/install.md", "docs/cli.md", "docs/distributed.md", "docs/pong.md", "docs/design.md",
+REFERENCE = ["docs/paper.md", "docs/install.md", "docs/cli.md", "docs/distributed.md", "docs/pong.md", "docs/design.md",
              "docs/benchmarks.md", "pong/README.md"]
 # The Pong notebook's page shows the shipped agent playing: docs/pong.md's own image, caption and all.
 SHOWCASE = {"04_pong": ("docs/pong.md", "pong.gif")}
