@@ -115,3 +115,54 @@ def test_every_page_the_paper_table_cites_holds_the_figure_it_cites():
     student = (ROOT / "pong" / "student.py").read_text()
     assert "game_cap: int = 5_000" in student and "weight_decay: float = 0.005" in student
     assert "learning_rate: float = 0.01" in student
+
+
+# ---------------------------------------------------------------- notebook 04's settings, and why
+def test_04s_reasons_for_sigma_and_weight_decay_are_what_its_own_run_measures():
+    """The figures section 5 gives for sigma 0.05 and weight decay 0.005, measured again on
+    solutions/pong-run (the notebook's `reference` run)."""
+    import json
+    from es.policies import split_layers
+    from pong.games import PongGames
+    from pong.replay import REFERENCE
+    from pong.student import POLICY, perturbations
+    from scipy.stats import rankdata
+    text = " ".join(re.sub(r"^#\s?", "", line) for line in (ROOT / "source" / "04_pong.py").read_text().splitlines())
+    text = " ".join(text.split())           # the markdown's words, lines joined
+    run = ROOT / "solutions" / "pong-run"
+    config = json.loads((run / "config.json").read_text())
+    assert (config["sigma"], config["learning_rate"], config["weight_decay"], config["generations"]) == \
+        (0.05, 0.01, 0.005, 200)
+    centers = np.load(run / "centers.npy")
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    # the decay's pull against the ES term at generation 29
+    fitness = np.array(rows[29]["returns"])
+    n = len(fitness)
+    weights = (rankdata(fitness) - 1) / (n - 1) - 0.5
+    es_term = perturbations(config["seed"], 29, n, centers.shape[1]).T.astype(np.float64) @ weights / (n * 0.05)
+    share = np.linalg.norm(0.005 * centers[29]) / np.linalg.norm(es_term)
+    assert round(100 * share, 2) == 0.04 and "its pull is 0.04% of the ES term's size" in text
+
+    def differ(generation, sigma):
+        (w, b), = split_layers(centers[generation][None], [(POLICY.num_features, 3)])
+        seen = []
+
+        def choose(episodes, obs):
+            seen.append(obs.copy())
+            return (POLICY.features(obs) @ w[0] + b[0, 0]).argmax(1)
+        PongGames(1, REFERENCE.downsample, REFERENCE.stack_frames).play(choose, [0], 900)
+        x = POLICY.features(np.concatenate(seen))
+        base = (x @ w[0] + b[0, 0]).argmax(1)
+        out = []
+        for eps in perturbations(1, 0, 64, centers.shape[1])[::2][:16]:
+            (wm, bm), = split_layers((centers[generation] + sigma * eps)[None], [(POLICY.num_features, 3)])
+            out.append(((x @ wm[0] + bm[0, 0]).argmax(1) != base).mean())
+        return np.median(out), min(out), max(out)
+    last = len(centers) - 1
+    assert last == 30
+    median, low, high = differ(last, 0.05)
+    assert (round(100 * median), round(100 * low), round(100 * high)) == (16, 10, 34)
+    assert [round(100 * differ(last, s)[0]) for s in (0.02, 0.1)] == [6, 30]
+    assert round(100 * differ(0, 0.05)[0]) == 66                      # "two actions in three differ"
+    assert "at generation 30 a member picks another action than the center on 16% of the steps (10 to 34%); " \
+           "at sigma 0.02 on 6%, at 0.1 on 30%" in text
