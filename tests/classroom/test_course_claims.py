@@ -166,3 +166,52 @@ def test_04s_reasons_for_sigma_and_weight_decay_are_what_its_own_run_measures():
     assert round(100 * differ(0, 0.05)[0]) == 66                      # "two actions in three differ"
     assert "at generation 30 a member picks another action than the center on 16% of the steps (10 to 34%); " \
            "at sigma 0.02 on 6%, at 0.1 on 30%" in text
+
+
+def notebook_04_words() -> str:
+    text = " ".join(re.sub(r"^#\s?", "", line) for line in (ROOT / "source" / "04_pong.py").read_text().splitlines())
+    return " ".join(text.split())
+
+
+def test_04s_timings_are_the_measured_samples_with_their_machines():
+    import json
+    words = notebook_04_words()
+    assert "about 6 minutes" not in words and "13 at the most" not in words
+    bench = (ROOT / "docs" / "benchmarks.md").read_text()
+    quiet = re.findall(r"^\| (\S+) \| ([\d.]+) \| (\d+) \| -[\d.]+ \| -[\d.]+, passes \|$", bench, re.M)
+    assert len(quiet) == 8
+    for sid, minutes, gens in quiet:
+        unit = " generations" if sid == "linus" else ""
+        assert f"`{sid}` {float(minutes):.1f} ({gens}{unit})" in words, (sid, minutes, gens)
+    busy = re.findall(r"^\| (\S+)(?: \([^|]*\))? \| (\d+) \| ([\d.]+) \| [\d.]+ \| [^|]+ \| ([\d.]+) \|", bench, re.M)
+    assert [b[0] for b in busy] == ["ada", "reference", "hopper"]
+    for sid, gens, wall, load in busy:
+        assert re.search(rf"`{sid}` {float(wall):.1f} \({gens}( generations)?, load {float(load):.1f}", words), sid
+    kit = [json.loads(line) for line in (ROOT / "docs" / "runs" / "pong-student-release" / "release.jsonl")
+           .read_text().splitlines()]
+    ref = next(r for r in kit if r["student"] == "reference")
+    assert ref["release"] and ref["code"] == "notebook" and ref["cpus"] == 2 and ref["grader_passes"]
+    assert (f"`reference` {ref['wall_minutes']:.1f} minutes on the clock ({ref['train_minutes']:.1f} of them "
+            f"training; load {ref['load_mean']} on average, {ref['load_max']} at most)") in words
+    # the kit trained the course's run: every fitness of every generation is the solution's
+    solution = (ROOT / "solutions" / "pong-run" / "metrics.jsonl").read_text().splitlines()
+    kit_run = (ROOT / "docs" / "runs" / "pong-student-release" / "reference-metrics.jsonl").read_text().splitlines()
+    assert len(kit_run) == len(solution) == ref["generations"] == 30
+    assert [json.loads(a)["returns"] for a in kit_run] == [json.loads(b)["returns"] for b in solution]
+    import nbformat
+    nb = nbformat.read(str(ROOT / "solutions" / "04_pong.ipynb"), as_version=4)
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "30 generations: 20.8 minutes on the clock" in printed and "`reference` 20.8 (30 generations" in words
+
+
+def test_04s_expected_curve_is_what_the_reference_run_shows():
+    import json
+    words = notebook_04_words()
+    rows = [json.loads(line) for line in (ROOT / "solutions" / "pong-run" / "metrics.jsonl").read_text().splitlines()]
+    assert round(rows[0]["pop_mean"], 2) == -20.96 and round(rows[0]["pop_max"]) == -20      # scores + 1e-5 a step
+    assert "`reference`: -20.96), its best member a point or more above (`reference`: -20)" in words
+    first = next(r["generation"] for r in rows if r["pop_mean"] > -20.5)
+    assert first == 17 and "the mean first passes -20.5 at generation 17 for `reference`" in words
+    tried = next(g for g in range(5, len(rows) + 1, 5) if np.mean([r["pop_mean"] for r in rows[g - 5:g]]) > -20)
+    assert tried == 30 and "(generation 30 for `reference`, which passed at once)" in words
+    assert "**At most 200 generations** (`StudentConfig.generations`)" in words
