@@ -69,7 +69,7 @@ html_favicon = "_static/favicon.svg"     # a browser asks for /favicon.ico other
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
-html_show_search_summary = False      # summaries fetch each page, which a browser refuses from file://
+html_show_search_summary = False      # Sphinx would fetch each page (refused from file://): search_snippets() serves them
 mathjax_path = "mathjax/tex-svg-full.js"
 mathjax3_config = {mathjax_config}
 '''

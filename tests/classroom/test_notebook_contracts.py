@@ -126,8 +126,7 @@ def per_weight_policy(W, b, features):
     """Right actions, one multiplication at a time in Python."""
     actions = []
     for p in range(len(features)):
-        logits = [sum(float(features[p, f]) * float(W[p, f, a]) for f in range(features.shape[1])) + float(b[p, a])
-                  for a in range(3)]
+        logits = [sum(features[p][f] * W[p][f][a] for f in range(features.shape[1])) + b[p][a] for a in range(3)]
         actions.append(int(np.argmax(logits)))
     return np.array(actions)
 

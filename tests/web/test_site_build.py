@@ -18,7 +18,7 @@ import pytest
 from classroom.site import AUDIENCES, INSTALL, KIT, course_notebooks, reader_cell, reader_markdown, site_problems
 from webtools import ROOT, no_network
 
-pytestmark = pytest.mark.slow        # the session's site build takes ~5-15 s
+pytestmark = pytest.mark.slow        # the session's site build takes about a minute (2 busy cores), the student kit included
 
 
 def text_of(page: Path) -> str:
