@@ -276,12 +276,13 @@ check.es_step(es_step)
 # every step of every game. The cell below times `downsample`, `stack_frames` and
 # `batched_policy` on what training hands them (32 games' real screens at once), per game
 # step, against the time ALE itself takes to emulate a step, measured in the same cell (the
-# part of training no code of yours can speed up; the ratio does not depend on how fast your
+# part of training no code of yours can speed up; the ratio depends little on how fast your
 # machine is). **Target: your three functions together add at most 100% to a game step**, so
 # that training takes at most about twice the times in section 5. The notebook's own way
 # (section 1's hint, one `np.einsum`) adds a few percent (3% on the course's 2-core machine
 # while it trained another run: 28 us against ALE's 1,054 us); a `downsample` with a Python
-# loop over its 42 x 42 output pixels added 5.2 times ALE's step. Too slow, and the cell fails,
+# loop over its 42 x 42 output pixels added 5.2 and 19.9 times ALE's step (two measurements on
+# that machine, as busy). Too slow, and the cell fails,
 # naming the slowest function and its usual cause. It is worth no points (the training cell
 # runs it again before it starts).
 
