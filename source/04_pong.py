@@ -354,7 +354,7 @@ check.pong_speed(downsample, stack_frames, batched_policy)
 #   the load average while it ran (runnable processes: 2 keep both cores full), 2026-11-25:
 #   `reference` 20.8 (30 generations, load 6.0: the run this notebook's solution shows),
 #   `ada` 29.6 (35, load 13.0), `hopper` 43.4 (70, load 6.6);
-# * **from a student kit** (`python -m classroom release`, this notebook's answers in its
+# * **from a student kit** (the release students get, this notebook's answers in its
 #   gaps), the same busy machine, 2026-11-26: `reference` 52.7 minutes on the clock (49.2 of
 #   them training; load 9.95 on average, 14.55 at most). It ended on the very agent of the
 #   run above, generation for generation: the kit trains the course's run.
