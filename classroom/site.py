@@ -69,7 +69,7 @@ html_favicon = "_static/favicon.svg"     # a browser asks for /favicon.ico other
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
-html_show_search_summary = False      # Sphinx would fetch each page (refused from file://): search_snippets() serves them
+html_show_search_summary = False      # Sphinx would fetch each page (refused from file://): search_snippets
 mathjax_path = "mathjax/tex-svg-full.js"
 mathjax3_config = {mathjax_config}
 '''
@@ -91,6 +91,10 @@ div.cell_output pre, div.output pre { white-space: pre-wrap; overflow-wrap: anyw
 .landing-figures img { max-width: 48%; vertical-align: top; margin-right: 1%; }
 /* search results: the snippet under each title */
 ul.search p.context { margin: 0.2em 0 0.8em; color: var(--color-foreground-secondary, #555); }
+"""
+FAVICON = """\
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#2a6f97"/>
+<text x="32" y="42" font-family="sans-serif" font-size="28" font-weight="bold" fill="#fff" text-anchor="middle">ES</text></svg>
 """
 KIT = "es-course-kit"       # the student kit's zip (a release of the course) and the folder it unpacks to
 INSTALL = (f"unzip {KIT}.zip && cd {KIT} && python -m pip install -r requirements.txt && "
@@ -131,10 +135,6 @@ def reader_cell(cell) -> None:
             out.text = "".join(lines)
         outputs.append(out)
     cell.outputs = outputs
-FAVICON = """\
-<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#2a6f97"/>
-<text x="32" y="42" font-family="sans-serif" font-size="28" font-weight="bold" fill="#fff" text-anchor="middle">ES</text></svg>
-"""
 
 
 def course_notebooks(root: Path = ROOT) -> list[str]:
@@ -295,7 +295,8 @@ def computer_time(root: Path, name: str, nb) -> str:
     return text
 
 
-LANDING_FIGURES = {"docs/pong.gif": "An agent playing Pong: the course's shipped agent (right, green) winning a game 21-3",
+LANDING_FIGURES = {"docs/pong.gif": "An agent playing Pong: the course's shipped agent (right, green) winning a "
+                                    "game 21-3",
                    "docs/cartpole-curve.png": "CartPole learning curve: the center's return reaches 500 within 9 "
                                               "generations"}
 

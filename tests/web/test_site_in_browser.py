@@ -10,7 +10,7 @@ import re
 import nbformat
 import pytest
 
-from classroom.site import AUDIENCES, course_notebooks
+from classroom.site import AUDIENCES, course_notebooks, reader_markdown
 from webtools import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -70,7 +70,7 @@ def first_heading(path) -> str:
         text = nbformat.read(str(path), as_version=4).cells[0].source
     else:
         text = path.read_text()
-    return re.sub(r"[`*]", "", re.search(r"^# (.+)$", text, re.M)[1]).strip()
+    return re.sub(r"[`*]", "", reader_markdown(re.search(r"^# (.+)$", text, re.M)[1])).strip()   # as the page shows it
 
 
 def test_the_navigation_walks_the_course_in_order_and_reaches_every_notebook(served_site, browser_pages):
