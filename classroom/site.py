@@ -97,8 +97,8 @@ FAVICON = """\
 <text x="32" y="42" font-family="sans-serif" font-size="28" font-weight="bold" fill="#fff" text-anchor="middle">ES</text></svg>
 """
 KIT = "es-course-kit"       # the student kit's zip (a release of the course) and the folder it unpacks to
-INSTALL = (f"unzip {KIT}.zip && cd {KIT} && python -m pip install -r requirements.txt && "
-           "jupyter lab 00_es_from_scratch.ipynb")
+INSTALL = (f"unzip {KIT}.zip\ncd {KIT}\npython -m pip install -r requirements.txt\n"
+           "jupyter lab 00_es_from_scratch.ipynb")     # one command a line: nothing cut at the column's edge
 # What a reader page leaves out of a notebook (the grader's markers and machine chatter)
 _POINTS = re.compile(r"\s*\[(?:\+?\d+ (?:points?|pts)(?: with notebook \d+)?|\+\+)\]")
 _GRADED = re.compile(r" \(\d+ points? when graded\)")

@@ -140,6 +140,8 @@ def test_the_landing_page_shows_what_you_build_and_leads_to_notebook_00(served_s
         assert figures.nth(i).evaluate("i => i.complete && i.naturalWidth > 0"), i
         boxes.append(figures.nth(i).bounding_box())
     assert abs(boxes[0]["y"] - boxes[1]["y"]) < 2 and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"] + 1, boxes
+    install = page.locator("div.highlight-bash pre", has_text="pip install -r requirements.txt").first
+    assert install.evaluate("p => p.scrollWidth <= p.clientWidth + 1"), "the install commands are cut"
     table = page.locator("table", has_text="what you write").first
     assert table.locator("tbody tr").count() == len(course_notebooks())
     assert "04 · Atari Pong from pixels" in table.inner_text() and "points" not in table.inner_text()
