@@ -30,8 +30,8 @@ each and their ratio, a figure that does not depend on how busy the machine is.
 measures a student's kit instead of this checkout: the loop, the games and the policy are
 imported from the release folder (what a student runs), the four functions are still the
 notebook's answer cells. Every line carries the machine's 1-minute load average, sampled every
-30 s while that identifier trained (``load_mean``, ``load_max``), and ``release`` (the folder, or
-null for the checkout).
+30 s while that identifier trained (``load_mean``, ``load_max``), ``release`` (the folder, or
+null for the checkout) and ``loop`` (the file ``pong.student`` was imported from).
 """
 import _common  # noqa: F401
 
@@ -147,7 +147,8 @@ def main():
         verdict, minutes, gens = train_until_beats_random(sid, root / sid, code, budget_minutes=args.budget,
                                                           progress=False)
         cell, load = time.perf_counter() - t0, load.stop()
-        clock = run_minutes(root / sid)
+        trained = (root / sid / "checkpoint.npz").exists()      # not after --budget 0
+        clock = run_minutes(root / sid) if trained else {"wall": 0.0, "train": 0.0}
         ok = verdict is not None and verdict.beats_random
         t1 = time.perf_counter()
         graded = beats_random(code, np.load(root / sid / "checkpoint.npz")["center"],
@@ -156,7 +157,7 @@ def main():
                "cpus": len(os.sched_getaffinity(0)), "beats_random": ok, "generations": gens,
                "wall_minutes": round(clock["wall"], 2), "train_minutes": round(minutes, 2),
                "cell_minutes": round(cell / 60, 2), **load,
-               "release": str(args.release) if args.release else None,
+               "release": str(args.release) if args.release else None, "loop": pong.student.__file__,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "agent_mean": verdict.agent_mean if verdict else None, "agent_ci": verdict.agent_ci if verdict else None,
                "random_mean": verdict.random_mean if verdict else None,

@@ -215,3 +215,31 @@ def test_04s_expected_curve_is_what_the_reference_run_shows():
     tried = next(g for g in range(5, len(rows) + 1, 5) if np.mean([r["pop_mean"] for r in rows[g - 5:g]]) > -20)
     assert tried == 30 and "(generation 30 for `reference`, which passed at once)" in words
     assert "**At most 200 generations** (`StudentConfig.generations`)" in words
+
+
+# ---------------------------------------------------------------- benchmarks/pong_student.py --release
+def run_benchmark(*args, cwd=ROOT):
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pong_student.py"), *args], capture_output=True,
+                          text=True, timeout=600, cwd=cwd, env=env)
+
+
+def test_the_kit_benchmark_runs_the_kits_own_loop_and_records_the_load(tmp_path):
+    import json
+    from classroom.release import release
+    kit = tmp_path / "kit"
+    assert release(kit, log=lambda *a: None) == 0
+    out = run_benchmark("--release", str(kit), "--students", "ada", "--budget", "0", "--keep", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = json.loads(out.stdout.splitlines()[0])
+    assert row["release"] == str(kit) and row["student"] == "ada" and row["generations"] == 0
+    assert row["loop"] == str(kit / "pong" / "student.py")
+    assert row["load_mean"] >= 0 and row["load_max"] >= row["load_mean"] and row["date"].endswith("UTC")
+
+
+def test_the_kit_benchmark_refuses_a_folder_that_is_not_a_release(tmp_path):
+    out = run_benchmark("--release", str(tmp_path), "--students", "ada", "--budget", "0")
+    assert out.returncode != 0 and f"not from the release {tmp_path}" in out.stderr, out.stderr[-2000:]
