@@ -356,8 +356,9 @@ check.pong_speed(downsample, stack_frames, batched_policy)
 #   `ada` 29.6 (35, load 13.0), `hopper` 43.4 (70, load 6.6);
 # * **from a student kit** (the release students get, this notebook's answers in its
 #   gaps), the same busy machine, 2026-11-26: `reference` 52.7 minutes on the clock (49.2 of
-#   them training; load 9.95 on average, 14.55 at most). It ended on the very agent of the
-#   run above, generation for generation: the kit trains the course's run.
+#   them training; load 9.95 on average, 14.55 at most), `linus` 29.5 (25 generations, load
+#   9.61). Each ended on the very agent of its run above, generation for generation: the kit
+#   trains the course's run.
 #
 # The spread is the machine's: the same 30 generations took 19.6 minutes of training at load 6
 # and 49.2 at load 9.95. Plan for 15 minutes on a machine to yourself and an hour or more on a
@@ -407,12 +408,13 @@ else:
 #
 # * **generation 0:** the population's mean near -21 (almost every member loses 21:0;
 #   `reference`: -20.96), its best member a point or more above (`reference`: -20);
-# * **the climb:** the mean first passes -20.5 at generation 17 for `reference`; `hopper` sat
+# * **the climb:** the mean first passes -20.5 at generation 17 for `reference`, 11 for
+#   `linus`; `hopper` sat
 #   near -20.9 for 40 generations (87% of its members' games lost 21:0, so the ranks had little
 #   but game length to go on) and then rose at the others' pace;
 # * **the rule** is first tried once five generations average above -20 (generation 30 for
-#   `reference`, which passed at once), and the agents that pass score about -19 to -16 over
-#   full games.
+#   `reference`, 25 for `linus`; both passed at once), and the agents that pass score about -19
+#   to -16 over full games.
 #
 # So a mean still near -20.9 at generation 40 can be a wait. Not a wait: generations far slower
 # than the times above (the speed check before section 5 names the slow function), or a

@@ -193,6 +193,10 @@ def test_04s_timings_are_the_measured_samples_with_their_machines():
     assert ref["release"] and ref["code"] == "notebook" and ref["cpus"] == 2 and ref["grader_passes"]
     assert (f"`reference` {ref['wall_minutes']:.1f} minutes on the clock ({ref['train_minutes']:.1f} of them "
             f"training; load {ref['load_mean']} on average, {ref['load_max']} at most)") in words
+    linus = next(r for r in kit if r["student"] == "linus")
+    assert f"`linus` {linus['wall_minutes']:.1f} ({linus['generations']} generations, load {linus['load_mean']})" in words
+    assert (linus["agent_mean"], linus["grader_agent_mean"]) == (-17.25, -17.55)     # the quiet table's agent
+    assert "| linus | 3.56 | 25 | -17.25 | -17.55, passes |" in bench
     # the kit trained the course's run: every fitness of every generation is the solution's
     solution = (ROOT / "solutions" / "pong-run" / "metrics.jsonl").read_text().splitlines()
     kit_run = (ROOT / "docs" / "runs" / "pong-student-release" / "reference-metrics.jsonl").read_text().splitlines()
@@ -210,10 +214,14 @@ def test_04s_expected_curve_is_what_the_reference_run_shows():
     rows = [json.loads(line) for line in (ROOT / "solutions" / "pong-run" / "metrics.jsonl").read_text().splitlines()]
     assert round(rows[0]["pop_mean"], 2) == -20.96 and round(rows[0]["pop_max"]) == -20      # scores + 1e-5 a step
     assert "`reference`: -20.96), its best member a point or more above (`reference`: -20)" in words
-    first = next(r["generation"] for r in rows if r["pop_mean"] > -20.5)
-    assert first == 17 and "the mean first passes -20.5 at generation 17 for `reference`" in words
-    tried = next(g for g in range(5, len(rows) + 1, 5) if np.mean([r["pop_mean"] for r in rows[g - 5:g]]) > -20)
-    assert tried == 30 and "(generation 30 for `reference`, which passed at once)" in words
+    linus = [json.loads(line) for line in
+             (ROOT / "docs" / "runs" / "pong-student-release" / "linus-metrics.jsonl").read_text().splitlines()]
+    first = [next(r["generation"] for r in run if r["pop_mean"] > -20.5) for run in (rows, linus)]
+    assert first == [17, 11] and "the mean first passes -20.5 at generation 17 for `reference`, 11 for `linus`" in words
+    tried = [next(g for g in range(5, len(run) + 1, 5) if np.mean([r["pop_mean"] for r in run[g - 5:g]]) > -20)
+             for run in (rows, linus)]
+    assert tried == [30, 25] == [len(rows), len(linus)]      # each passed at the first try
+    assert "(generation 30 for `reference`, 25 for `linus`; both passed at once)" in words
     assert "**At most 200 generations** (`StudentConfig.generations`)" in words
 
 
