@@ -24,8 +24,21 @@ times the two codes against each other instead, in one process, alternating (so 
 work on the machine slows both alike): the same Pong games played with the notebook's answer
 cells and with the reference, and one ES update each. One JSON line: seconds per game step of
 each and their ratio, a figure that does not depend on how busy the machine is.
+
+    python -m classroom release /tmp/kit && python benchmarks/pong_student.py --release /tmp/kit
+
+measures a student's kit instead of this checkout: the loop, the games and the policy are
+imported from the release folder (what a student runs), the four functions are still the
+notebook's answer cells. Every line carries the machine's 1-minute load average, sampled every
+30 s while that identifier trained (``load_mean``, ``load_max``), ``release`` (the folder, or
+null for the checkout) and ``loop`` (the file ``pong.student`` was imported from).
 """
 import _common  # noqa: F401
+
+import sys  # noqa: E402
+
+if "--release" in sys.argv[:-1]:    # before anything imports pong: the kit's own modules, not this checkout's
+    sys.path.insert(0, str(__import__("pathlib").Path(sys.argv[sys.argv.index("--release") + 1]).resolve()))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -33,6 +46,7 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -49,13 +63,32 @@ def notebook_code(source: Path = ROOT / "source" / "04_pong.py") -> StudentCode:
     """The four functions as notebook 04's answer cells define them: its first code cell (the
     imports) and every code cell with an answer region before section 5, run as a notebook runs
     them (one namespace)."""
-    from classroom.build import BEGIN, parse
+    import jupytext     # classroom.build's parse, without importing it: a release has no classroom.build
     text = source.read_text().split("# ## 5. ")[0]
-    cells = [c["source"] for c in parse(text) if c["type"] == "code"]
+    cells = [c.source for c in jupytext.reads(text, fmt="py:percent").cells if c.cell_type == "code"]
     namespace = {"__name__": "__notebook__"}
-    for cell in [cells[0]] + [c for c in cells[1:] if BEGIN in c]:
+    for cell in [cells[0]] + [c for c in cells[1:] if "### BEGIN SOLUTION" in c]:
         exec(compile(cell, str(source), "exec"), namespace)
     return StudentCode(*(namespace[name] for name in FUNCTIONS))
+
+
+class LoadSampler:
+    """The 1-minute load average every ``every`` seconds, in a thread, while a run trains."""
+
+    def __init__(self, every: float = 30.0):
+        self.every, self.samples, self._stop = every, [os.getloadavg()[0]], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(self.every):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(os.getloadavg()[0])
+        return {"load_mean": round(statistics.mean(self.samples), 2), "load_max": round(max(self.samples), 2)}
 
 
 def code_ratio(rounds: int = 5, games: int = 8, cap: int = 1500) -> dict:
@@ -94,7 +127,12 @@ def main():
                     help="the notebook's answer cells (default) or the reference in pong.env")
     ap.add_argument("--keep", type=Path, default=None, help="keep the run directories under this folder")
     ap.add_argument("--code-ratio", action="store_true", help="time the two codes against each other instead")
+    ap.add_argument("--release", type=Path, default=None,
+                    help="a student kit (python -m classroom release DIR): run its pong package, not this checkout's")
     args = ap.parse_args()
+    import pong.student
+    if args.release is not None and not Path(pong.student.__file__).resolve().is_relative_to(args.release.resolve()):
+        raise SystemExit(f"pong.student came from {pong.student.__file__}, not from the release {args.release}")
     if args.code_ratio:
         print(json.dumps(code_ratio()), flush=True)
         return
@@ -105,11 +143,12 @@ def main():
     found = []
     for sid in args.students:
         root = Path(tempfile.mkdtemp(prefix="pong-student-")) if args.keep is None else args.keep
-        t0 = time.perf_counter()
+        t0, load = time.perf_counter(), LoadSampler()
         verdict, minutes, gens = train_until_beats_random(sid, root / sid, code, budget_minutes=args.budget,
                                                           progress=False)
-        cell = time.perf_counter() - t0
-        clock = run_minutes(root / sid)
+        cell, load = time.perf_counter() - t0, load.stop()
+        trained = (root / sid / "checkpoint.npz").exists()      # not after --budget 0
+        clock = run_minutes(root / sid) if trained else {"wall": 0.0, "train": 0.0}
         ok = verdict is not None and verdict.beats_random
         t1 = time.perf_counter()
         graded = beats_random(code, np.load(root / sid / "checkpoint.npz")["center"],
@@ -117,7 +156,9 @@ def main():
         row = {"benchmark": "pong_student", "code": args.code, "student": sid, "seed": student_config(sid).seed,
                "cpus": len(os.sched_getaffinity(0)), "beats_random": ok, "generations": gens,
                "wall_minutes": round(clock["wall"], 2), "train_minutes": round(minutes, 2),
-               "cell_minutes": round(cell / 60, 2),
+               "cell_minutes": round(cell / 60, 2), **load,
+               "release": str(args.release) if args.release else None, "loop": pong.student.__file__,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "agent_mean": verdict.agent_mean if verdict else None, "agent_ci": verdict.agent_ci if verdict else None,
                "random_mean": verdict.random_mean if verdict else None,
                "random_ci": verdict.random_ci if verdict else None,

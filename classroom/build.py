@@ -26,8 +26,9 @@ them for the grader's feedback.
 
 Both carry nbgrader cell metadata (``nbgrader_metadata``): a cell with a solution region is
 a solution cell; a cell that is one call ``check.NAME(...)`` is an autograded cell with
-``grade_id`` NAME and the check's points, so nbgrader's totals are ``python -m es grade``'s;
-every other cell is locked. ``--check`` exits non-zero when the committed notebooks differ
+``grade_id`` NAME and the check's points, so nbgrader's totals are ``python -m es grade``'s,
+unless NAME is in ``check.UNGRADED`` (a check a student runs for their own sake, worth no
+points); every other cell is locked. ``--check`` exits non-zero when the committed notebooks differ
 from what the build writes (outputs aside: the solutions are committed executed, by
 ``--execute``, and keep their outputs while their source is unchanged).
 """
@@ -81,10 +82,10 @@ def graded_check(source: str) -> str | None:
 
 def nbgrader_metadata(cell: dict, name: str, index: int) -> dict:
     """nbgrader (schema 3) metadata of one source cell of notebook ``name``."""
-    from .check import CHECKS
+    from .check import CHECKS, UNGRADED
     meta = {"schema_version": 3, "grade": False, "solution": False, "locked": True, "grade_id": f"{name}-{index:03d}"}
     check = graded_check(cell["source"]) if cell["type"] == "code" else None
-    if check is not None:
+    if check is not None and check not in UNGRADED:      # UNGRADED: a check a student runs, worth no points
         if check not in CHECKS or CHECKS[check][2] != name:
             raise ValueError(f"{name}: cell {index} calls check.{check}, which is not a check of this notebook")
         meta.update(grade=True, grade_id=check, points=CHECKS[check][1])

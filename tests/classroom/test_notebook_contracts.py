@@ -164,3 +164,69 @@ def test_the_bytes_per_generation_cell_counts_what_the_text_says(redis_answers):
     assert ns["bytes_per_generation"](1440, 2880, 10) == (8 * 2880 * 1441, 1440 * 40 + 8 * 2880)
     only, center = ns["bytes_per_generation"](1440, 2880, 1_000_000)
     assert round(only / 1e6, 1) == 33.2 and round(center / 1e6, 1) == 5760.0
+
+
+# ---------------------------------------------------------------- 04: is the student's code fast enough?
+def per_pixel_downsample(frames):
+    """Exact (it passes check.downsample) and slow: a Python loop over the 42 x 42 output pixels."""
+    frames = np.asarray(frames, dtype=np.uint8)
+    weights = np.array([[max(0, min(160 * (j + 1), 42 * (c + 1)) - max(160 * j, 42 * c)) for j in range(42)]
+                        for c in range(160)], dtype=np.float64)
+    out = np.empty((len(frames), 42, 42), dtype=np.uint8)
+    for i, frame in enumerate(frames):
+        rows = frame.reshape(42, 5, 160).sum(axis=1, dtype=np.int64)
+        for r in range(42):
+            for j in range(42):
+                out[i, r, j] = np.rint(rows[r] @ weights[:, j] / 800)
+    return out
+
+
+def per_weight_policy(W, b, features):
+    """Right actions, one multiplication at a time in Python."""
+    actions = []
+    for p in range(len(features)):
+        logits = [sum(features[p][f] * W[p][f][a] for f in range(features.shape[1])) + b[p][a] for a in range(3)]
+        actions.append(int(np.argmax(logits)))
+    return np.array(actions)
+
+
+def test_the_speed_check_passes_the_notebooks_answers(pong_answers, capsys):
+    us = check.pong_speed(pong_answers["downsample"], pong_answers["stack_frames"], pong_answers["batched_policy"])
+    out = capsys.readouterr().out
+    assert out.startswith("OK pong_speed (not graded): your code adds ") and "ALE's own emulation" in out, out
+    assert sum(us[k] for k in ("downsample", "stack_frames", "batched_policy")) < 0.5 * us["ale"], us
+    print(out)
+
+
+def test_an_exact_per_pixel_downsample_passes_its_check_and_fails_the_speed_check_named(pong_answers, capsys):
+    check.downsample(per_pixel_downsample, seed=3)           # exact: the graded check cannot tell
+    assert capsys.readouterr().out.startswith("OK downsample")
+    with pytest.raises(check.CheckFailed) as slow:
+        check.pong_speed(per_pixel_downsample, pong_answers["stack_frames"], pong_answers["batched_policy"])
+    message = str(slow.value)
+    assert message.startswith("pong_speed (not graded): your code adds "), message
+    assert "The slowest is downsample: usually a Python loop over pixels" in message, message
+    assert "hours instead of minutes" in message
+    print(message)
+
+
+def test_a_policy_that_multiplies_one_number_at_a_time_fails_the_speed_check_named(pong_answers):
+    check.batched_policy(per_weight_policy, seed=3)
+    with pytest.raises(check.CheckFailed, match="The slowest is batched_policy: usually a Python loop over members"):
+        check.pong_speed(pong_answers["downsample"], pong_answers["stack_frames"], per_weight_policy)
+
+
+def test_the_speed_check_is_worth_no_points_skips_in_fast_mode_and_gates_training(monkeypatch, capsys):
+    from classroom.build import build_notebook, parse
+    assert "pong_speed" in check.UNGRADED and "pong_speed" not in check.CHECKS
+    cells = parse((ROOT / "source" / "04_pong.py").read_text())
+    nb = build_notebook(cells, "04_pong", student=True)
+    speed = [c for c in nb.cells if c.source.strip() == "check.pong_speed(downsample, stack_frames, batched_policy)"]
+    assert len(speed) == 1 and speed[0].metadata["nbgrader"]["grade"] is False, speed
+    assert speed[0].metadata["nbgrader"]["locked"] is True and "points" not in speed[0].metadata["nbgrader"]
+    training = next(c for c in nb.cells if "train_until_beats_random(STUDENT_ID, RUN_DIR, code)" in c.source)
+    assert training.source.index("check.ready(") < training.source.index("check.pong_speed(") \
+        < training.source.index("train_until_beats_random(STUDENT_ID, RUN_DIR")
+    monkeypatch.setenv("ES_COURSE_FAST", "1")
+    assert check.pong_speed(None, None, None) == {}
+    assert capsys.readouterr().out.startswith("SKIPPED pong_speed")

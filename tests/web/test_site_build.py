@@ -15,10 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from classroom.site import AUDIENCES, course_notebooks, site_problems
+from classroom.site import AUDIENCES, INSTALL, KIT, course_notebooks, reader_cell, reader_markdown, site_problems
 from webtools import ROOT, no_network
 
-pytestmark = pytest.mark.slow        # the session's site build takes ~5-15 s
+pytestmark = pytest.mark.slow        # the session's site build takes about a minute (2 busy cores), the student kit included
 
 
 def text_of(page: Path) -> str:
@@ -27,8 +27,9 @@ def text_of(page: Path) -> str:
 
 
 def title(notebook: Path) -> str:
+    """A notebook's title as its page shows it (without a points marker: reader_markdown)."""
     nb = nbformat.read(str(notebook), as_version=4)
-    return re.search(r"^# (.+)$", nb.cells[0].source, re.M)[1].strip()
+    return reader_markdown(re.search(r"^# (.+)$", nb.cells[0].source, re.M)[1]).strip()
 
 
 def test_a_page_per_notebook_and_per_docs_page(built_site):
@@ -58,6 +59,8 @@ def test_notebook_pages_show_the_stored_outputs_their_plots_and_the_pong_gif(bui
         nb = nbformat.read(str(ROOT / "solutions" / f"{name}.ipynb"), as_version=4)
         page = (site / "solutions" / f"{name}.html").read_text(encoding="utf-8")
         shown = text_of(site / "solutions" / f"{name}.html")
+        for cell in nb.cells:           # what a reader page shows of them (test_reader_pages_... below)
+            reader_cell(cell)
         lines = [line.strip() for c in nb.cells if c.cell_type == "code" for o in c.outputs
                  if o.output_type == "stream" for line in o.text.splitlines() if line.strip()]
         assert lines, name
@@ -136,6 +139,134 @@ def test_the_check_finds_broken_links_missing_images_anchors_and_network_loads(b
                   "solutions/04_pong.html: <img> ../_images/pong.gif does not exist",
                   "_static/site.css: <css> loads https://fonts.example.org/a.woff2 from the network"):
         assert words in problems, (words, problems)
+
+
+def main_text(page: Path) -> str:
+    text = page.read_text(encoding="utf-8")
+    return html.unescape(re.sub(r"<[^>]+>", "", text[text.index('role="main"'):]))
+
+
+def test_the_landing_page_shows_what_you_build_where_to_start_and_the_time_per_notebook(built_site):
+    site, _ = built_site
+    index = (site / "index.html").read_text(encoding="utf-8")
+    figures = index[index.index('<div class="landing-figures'):]
+    figures = figures[:figures.index("</div>")]
+    images = re.findall(r'<img[^>]+src="(_images/[^"]+)"', figures)
+    assert images == ["_images/pong.gif", "_images/cartpole-curve.png"], images
+    assert (site / images[0]).read_bytes() == (ROOT / "docs" / "pong.gif").read_bytes()
+    assert (site / images[1]).read_bytes() == (ROOT / "docs" / "cartpole-curve.png").read_bytes()
+    assert index.count('src="_images/cartpole-curve.png"') == 1          # not again further down
+    text = main_text(site / "index.html")
+    assert text.index("What you build") < text.index("Where to start") < text.index("What this is")
+    assert "Start with notebook 00" in text and 'href="solutions/00_es_from_scratch.html"' in index
+    assert INSTALL in text
+    for name in course_notebooks():
+        nb = nbformat.read(str(ROOT / "solutions" / f"{name}.ipynb"), as_version=4)
+        row = re.search(r'<tr[^>]*>\s*<td><p><a class="reference internal" href="solutions/%s.html">(.*?)</tr>' % name,
+                        index, re.S)
+        assert row, name
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td>(.*?)</td>", row[0], re.S)]
+        seconds = (nb.metadata.get("es_course_run") or {}).get("seconds")
+        assert seconds is not None and re.search(r"\d+ (s|min)\b", cells[2]), (name, cells)
+        shown = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+        assert shown in cells[2], (name, cells, seconds)
+    print(re.search(r"notebook\s+what you write.*?Reading the text", text, re.S)[0])
+
+
+def test_every_notebook_page_offers_the_student_kit_and_the_command_that_installs_it(built_site):
+    import zipfile
+    site, _ = built_site
+    kits = set()
+    for name in course_notebooks():
+        page = site / "solutions" / f"{name}.html"
+        links = re.findall(r'href="(\.\./_downloads/[0-9a-f]+/%s\.zip)"' % KIT, page.read_text())
+        assert links, name
+        kits |= {(page.parent / link).resolve() for link in links}
+        assert INSTALL in main_text(page), name
+    assert len(kits) == 1
+    with zipfile.ZipFile(kits.pop()) as z:
+        names = z.namelist()
+        assert all(n.startswith(f"{KIT}/") for n in names)
+        for name in course_notebooks():        # the blank notebooks, as the build writes them
+            assert z.read(f"{KIT}/{name}.ipynb") == (ROOT / "notebooks" / f"{name}.ipynb").read_bytes(), name
+        for need in ("requirements.txt", "README.md", "classroom/expected.json", "classroom/check.py",
+                     "pong/student.py", "docs/students.md"):
+            assert f"{KIT}/{need}" in names, need
+        assert not [n for n in names if "/solutions/" in n or n.endswith(("references.py", "/source"))], names
+        assert "### BEGIN SOLUTION" not in z.read(f"{KIT}/04_pong.ipynb").decode()
+
+
+def test_output_lines_and_formulas_wrap_to_the_column_04s_result_lines_included(built_site):
+    site, _ = built_site
+    css = (site / "_static" / "site.css").read_text()
+    assert re.search(r"div\.cell_output pre, div\.output pre \{ white-space: pre-wrap; overflow-wrap: anywhere; \}", css)
+    assert 'mjx-container[display="true"] > svg { max-width: 100%; height: auto; }' in css
+    page = (site / "solutions" / "04_pong.html").read_text(encoding="utf-8")
+    assert "_static/site.css" in page
+    # every stored output sits in a <pre> inside an output block, which the rule wraps
+    outputs = re.findall(r'<div class="output [^"]*"><div class="highlight"><pre>(.*?)</pre>', page, re.S)
+    assert outputs
+    long_lines = [line for out in outputs for line in html.unescape(re.sub(r"<[^>]+>", "", out)).splitlines()
+                  if len(line) > 100]
+    assert any(line.startswith("30 generations: ") and "beats random" in line for line in long_lines), long_lines
+    pres = len(re.findall(r"<pre>", page))
+    code_pres = len(re.findall(r'<div class="highlight-(?:ipython3|python|bash|default|none)[^"]*"><div class="highlight">'
+                               r"<pre>", page))
+    assert pres == len(outputs) + code_pres, (pres, len(outputs), code_pres)
+
+
+def test_reader_pages_hold_no_points_markers_solution_markers_ale_banners_or_probation_lines(built_site):
+    site, _ = built_site
+    committed = "".join((ROOT / "solutions" / f"{n}.ipynb").read_text() for n in course_notebooks())
+    for there in ("### BEGIN SOLUTION", "[+10 points]", "A.L.E: Arcade Learning Environment", "passed probation",
+                  "points when graded)"):
+        assert there in committed, there          # the notebooks hold them: the pages leave them out
+    assert "[10 pts]" in (ROOT / "README.md").read_text()
+    for page in sorted(site.rglob("*.html")):
+        text = text_of(page)
+        if page.parent.name == "solutions":       # (docs/instructors.md explains the markers to authors)
+            assert not re.search(r"BEGIN SOLUTION|END SOLUTION|points? when graded", text), page.name
+        for pattern in (r"\[\+?\d+ (?:points?|pts)", r"\[\+\+\]", r"A\.L\.E:",
+                        r"Powered by Stella", r"redis: evaluated chunk \S+ of worker \w+ in full \(probation\)",
+                        r"redis: worker \w+ passed probation"):
+            assert not re.search(pattern, text), (page.relative_to(site).as_posix(), pattern)
+    # the code itself is all there, only the markers left out
+    assert "COLUMNS = np.array(" in text_of(site / "solutions" / "04_pong.html")
+
+
+def test_search_results_carry_a_snippet_of_each_page_from_file_urls_too(built_site, tmp_path):
+    import json
+    site, _ = built_site
+    search = (site / "search.html").read_text()
+    order = [search.index(f'src="_static/{js}') for js in ("documentation_options.js", "page_texts.js",
+                                                              "search_snippets.js", "searchtools.js")]
+    assert order == sorted(order), order
+    raw = (site / "_static" / "page_texts.js").read_text()
+    texts = json.loads(raw.removeprefix("window.ES_PAGE_TEXTS = ").removesuffix(";\n"))
+    docnames = json.loads(re.search(r'"docnames":(\[[^\]]*\])', (site / "searchindex.js").read_text())[1])
+    assert set(docnames) <= set(texts), set(docnames) - set(texts)
+    assert "antithetic" in texts["solutions/01_cartpole"] and '<section id="' in texts["solutions/01_cartpole"]
+    assert "<script" not in raw and "¶" not in texts["docs/paper"]
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to run the snippet script outside a browser")
+    probe = tmp_path / "probe.js"          # the page's own two scripts, as search.html runs them, then its fetch
+    probe.write_text(f"""
+globalThis.window = globalThis;
+globalThis.DOCUMENTATION_OPTIONS = {{SHOW_SEARCH_SUMMARY: false}};
+window.location = {{href: {json.dumps((site / "search.html").as_uri() + "?q=antithetic")}}};
+globalThis.document = {{documentElement: {{dataset: {{content_root: ""}}}}}};
+globalThis.fetch = () => Promise.reject(new Error("file:// fetch refused"));
+require({json.dumps(str(site / "_static" / "page_texts.js"))});
+require({json.dumps(str(site / "_static" / "search_snippets.js"))});
+fetch({json.dumps((site / "solutions" / "01_cartpole.html").as_uri())}).then(r => r.text()).then(t => {{
+  console.log(JSON.stringify({{summary: DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY, body: t.slice(0, 60000)}}));
+}});
+""")
+    out = subprocess.run([node, str(probe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["summary"] is True and got["body"].startswith('<div role="main">') and "antithetic" in got["body"]
 
 
 def small_course(root: Path, readme: str) -> Path:

@@ -1,7 +1,8 @@
 """The course website in a real browser (Chromium), offline: every page loads without a console
 error and with its images and math drawn, served from localhost as a static host would and
 opened from disk; the navigation walks the course in order and reaches every notebook; the
-search box finds "antithetic"."""
+search box finds "antithetic", each result with a snippet; the home page shows what you
+build and leads to notebook 00; notebook 04's long result lines wrap inside the column."""
 from __future__ import annotations
 
 import re
@@ -9,7 +10,7 @@ import re
 import nbformat
 import pytest
 
-from classroom.site import AUDIENCES, course_notebooks
+from classroom.site import AUDIENCES, course_notebooks, reader_markdown
 from webtools import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -69,7 +70,7 @@ def first_heading(path) -> str:
         text = nbformat.read(str(path), as_version=4).cells[0].source
     else:
         text = path.read_text()
-    return re.sub(r"[`*]", "", re.search(r"^# (.+)$", text, re.M)[1]).strip()
+    return re.sub(r"[`*]", "", reader_markdown(re.search(r"^# (.+)$", text, re.M)[1])).strip()   # as the page shows it
 
 
 def test_the_navigation_walks_the_course_in_order_and_reaches_every_notebook(served_site, browser_pages):
@@ -127,3 +128,49 @@ def test_the_harness_fails_on_a_network_request_a_console_error_and_a_missing_fi
     with pytest.raises(AssertionError) as err:
         browser_pages.check()
     assert "console error: boom" in str(err.value) and "HTTP 404 for http://127.0.0.1" in str(err.value)
+
+
+def test_the_landing_page_shows_what_you_build_and_leads_to_notebook_00(served_site, browser_pages):
+    page = browser_pages.open(served_site + "index.html")
+    figures = page.locator(".landing-figures img")
+    assert figures.count() == 2
+    boxes = []
+    for i in range(2):
+        figures.nth(i).scroll_into_view_if_needed()
+        assert figures.nth(i).evaluate("i => i.complete && i.naturalWidth > 0"), i
+        boxes.append(figures.nth(i).bounding_box())
+    assert abs(boxes[0]["y"] - boxes[1]["y"]) < 2 and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"] + 1, boxes
+    install = page.locator("div.highlight-bash pre", has_text="pip install -r requirements.txt").first
+    assert install.evaluate("p => p.scrollWidth <= p.clientWidth + 1"), "the install commands are cut"
+    table = page.locator("table", has_text="what you write").first
+    assert table.locator("tbody tr").count() == len(course_notebooks())
+    assert "04 · Atari Pong from pixels" in table.inner_text() and "points" not in table.inner_text()
+    page.locator("a", has_text="notebook 00").first.click()
+    page.wait_for_url("**/solutions/00_es_from_scratch.html*")
+    browser_pages.check()
+
+
+def test_04s_result_lines_wrap_inside_the_column(served_site, browser_pages):
+    page = browser_pages.open(served_site + "solutions/04_pong.html")
+    pre = page.locator("div.cell_output pre", has_text="30 generations:").first
+    pre.scroll_into_view_if_needed()
+    state = pre.evaluate("""p => {
+        const lh = parseFloat(getComputedStyle(p).lineHeight) || 16;
+        const col = p.closest('article').getBoundingClientRect();
+        const box = p.getBoundingClientRect();
+        return {overflow: p.scrollWidth - p.clientWidth, right: box.right, column: col.right,
+                lines: Math.round(box.height / lh), white: getComputedStyle(p).whiteSpace};
+    }""")
+    assert state["white"] == "pre-wrap" and state["overflow"] <= 1, state
+    assert state["right"] <= state["column"] + 1 and state["lines"] >= 3, state
+    browser_pages.check()
+
+
+def test_search_results_show_a_snippet_from_a_server_and_from_disk(built_site, served_site, browser_pages):
+    site, _ = built_site
+    for url in (served_site + "search.html?q=antithetic", (site / "search.html").as_uri() + "?q=antithetic"):
+        page = browser_pages.open(url)
+        snippet = page.locator("ul.search li p.context").first
+        snippet.wait_for(timeout=20000)
+        assert "antithetic" in snippet.inner_text().lower(), (url, snippet.inner_text())
+    browser_pages.check()
