@@ -44,7 +44,9 @@ from es.interfaces import Policy
 from es.policies import MLPPolicy
 from es.seeding import INIT, rng_for
 
-from .policy import _BACKGROUND_INT, N_ACTIONS, _check
+from .pixels import BACKGROUND_INT as _BACKGROUND_INT
+from .pixels import N_ACTIONS
+from .pixels import check_obs as _check
 
 SIZE, FRAMES, TAPS = 42, 4, 9
 SHARPNESS = 40.0          # logit units per unit of filter response: the ball (~0.23 after /255)

@@ -23,24 +23,16 @@ that matter, and every member ends up repeating one action.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from es.interfaces import Policy
 from es.policies import MLPPolicy, split_layers
 from es.seeding import INIT, rng_for
 
-BACKGROUND = np.load(Path(__file__).with_name("background.npy")).astype(np.float32)  # (42, 42)
-_BACKGROUND_INT = BACKGROUND.astype(np.int16)
-N_ACTIONS = 3
-
-
-def _check(obs) -> np.ndarray:
-    obs = np.asarray(obs)
-    if obs.ndim != 4 or obs.shape[1:] != (4, 42, 42):
-        raise ValueError(f"expected observations of shape (rows, 4, 42, 42), got {obs.shape}")
-    return obs
+from .keypoints import PongKeypointsPolicy
+from .pixels import BACKGROUND, N_ACTIONS  # noqa: F401 -- BACKGROUND re-exported
+from .pixels import BACKGROUND_INT as _BACKGROUND_INT
+from .pixels import check_obs as _check
 
 
 def _centered(obs: np.ndarray) -> np.ndarray:
@@ -233,7 +225,6 @@ def make_pong_policy(spec: dict):
     if spec.get("type") == "pong_objects":
         return PongObjectsPolicy(spec.get("hidden", (16,)))
     if spec.get("type") == "pong_keypoints":
-        from .keypoints import PongKeypointsPolicy    # it builds on this module
         return PongKeypointsPolicy(spec.get("keypoints", 2), spec.get("hidden", (16,)), spec.get("motion", False),
                                    spec.get("pull_scale", 1.0))
     raise ValueError(f"unknown Pong policy {spec.get('type')!r}")
