@@ -360,7 +360,7 @@ class RedisEvaluator(Evaluator):
             return
         self._info["vouched"] += 1
         by = "the master" if trusted["worker"] == "master" else f"trusted worker {trusted['worker']}"
-        self.verify.vouch(w, by, b - a, voucher=None if trusted["worker"] == "master" else trusted["worker"])
+        self.verify.vouch(w, by, voucher=None if trusted["worker"] == "master" else trusted["worker"])
         for jid in list(self._held):      # its other held results count as a trusted id's now
             if not self.verify.trusted(w):    # not yet, or banned by one of them (this loop)
                 break

@@ -18,8 +18,10 @@ generation, which no worker sees). A mismatch bans the id. The bound (docs/distr
 where p = ``rate`` is the floor of every id's rate; the target ``catch_within`` = N sets
 p = 1 - DELTA^(1/N), so that a liar is caught by its N-th lie with probability at least
 1 - DELTA (default N = 442: p = 1/64.5, the cost of the one member in 64 replayed before). An id
-with few verified members is checked more: its rate is max(p, 1/(1 + v)) with v its members
-found identical so far (BOINC's adaptive replication in one line). ``spot_checks=0`` trusts every
+with few verified results is checked more: its rate is max(p, 1/(4 (1 + v))) with v its results
+(chunks) found consistent so far, its probation included: 1/8 after probation, the floor after
+16 (BOINC's adaptive replication in one line; an honest id costs about 0.6 chunks of extra
+replays in all). ``spot_checks=0`` trusts every
 id not banned (a private cluster); ``spot_checks=k`` sets p = k / population instead of the
 target (about k members a generation, the older meaning of the option). The master's own workers are not spot-checked:
 they run its code on its machine, and their ids are secrets (handed through their environment;
@@ -48,6 +50,7 @@ def _obs_row(obs, i: int) -> bytes:
 
 DELTA = 1e-3          # a liar escapes its target number of lies with at most this probability
 CATCH_WITHIN = 442    # the default target: caught by its 442nd lie (rate 1/64.5)
+NEW_ID_SCALE = 4      # an id with v verified results is replayed at 1/(4 (1 + v)) at least
 
 
 def rate_for_target(catch_within: int, delta: float = DELTA) -> float:
@@ -71,7 +74,7 @@ class Verifier:
         self.problem, self.spot_checks, self.probation, self.log = problem, spot_checks, int(probation), log
         self.target = rate_for_target(catch_within or CATCH_WITHIN)
         self.rate = 0.0 if spot_checks == 0 else self.target
-        self.verified: dict = {}   # worker id -> its members found identical to a trusted evaluation
+        self.verified: dict = {}   # worker id -> its results found consistent with a trusted evaluation
         self.vouched_by: dict = {}   # worker id -> the trusted workers whose results vouched for it
         self._rng = np.random.Generator(np.random.PCG64(secrets.randbits(128)))   # unpredictable
         self.banned: dict = {}   # worker id -> reason
@@ -100,8 +103,8 @@ class Verifier:
 
     def rate_for(self, worker: str) -> float:
         """The probability that each member ``worker`` returns is replayed: more while it has few
-        verified members."""
-        return 0.0 if self.rate == 0 else max(self.rate, 1.0 / (1 + self.verified.get(worker, 0)))
+        verified results."""
+        return 0.0 if self.rate == 0 else max(self.rate, 1.0 / (NEW_ID_SCALE * (1 + self.verified.get(worker, 0))))
 
     def _others_trusted(self) -> bool:
         """Is an id the master did not issue trusted? Only such ids' results are spot-checked."""
@@ -194,15 +197,15 @@ class Verifier:
                         f"differ from what {by} measured")
         if own and own["center"] != res["center"]:
             return f"the center returned {res['center']}, a trusted evaluation measured {own['center']}"
-        if own is None and w is not None:
-            self.verified[w] = self.verified.get(w, 0) + len(checks)
+        if own is None and w is not None and checks:
+            self.verified[w] = self.verified.get(w, 0) + 1
         return None
 
-    def vouch(self, worker: str, by: str = "the master", members: int = 0, voucher: str | None = None) -> None:
-        """``worker``'s result equalled a trusted evaluation of ``members`` members (by ``voucher``,
-        a trusted worker, or the master where None)."""
+    def vouch(self, worker: str, by: str = "the master", voucher: str | None = None) -> None:
+        """``worker``'s result equalled a trusted evaluation (by ``voucher``, a trusted worker, or
+        the master where None)."""
         self.passed[worker] = n = self.passed.get(worker, 0) + 1
-        self.verified[worker] = self.verified.get(worker, 0) + members
+        self.verified[worker] = self.verified.get(worker, 0) + 1
         if voucher is not None:
             self.vouched_by.setdefault(worker, set()).add(voucher)
         if n == self.probation:

@@ -280,14 +280,16 @@ def test_chunks_to_catch_is_the_least_number_that_meets_the_bound(f, n):
 def test_every_member_is_checked_at_least_at_the_rate_and_new_ids_more():
     """Monte Carlo over the verifier's own draws: a liar that lies on one member per chunk of 16
     is caught within the stated number of chunks in at least 1 - 1e-3 of the trials (here
-    checked at a target of 8 lies, where the bound is 8 chunks), and an id with few verified
-    members is replayed at 1/(1 + v)."""
+    checked at a target of 8 lies, where the bound is 8 chunks), and an id with v verified
+    results is replayed at 1/(4 (1 + v)) at least."""
     cfg = cfg_for()
     problem = make_problem_for(cfg)
     v = Verifier(problem, spot_checks=None, probation=1, log=lambda m: None, catch_within=TARGET)
     default = Verifier(problem, spot_checks=None, probation=1, log=lambda m: None)
     default.verified["some"] = 3
-    assert v.rate_for("new") == default.rate_for("new") == 1.0 and default.rate_for("some") == 0.25
+    assert default.rate_for("new") == 0.25 and default.rate_for("some") == 1 / 16
+    default.verified["old"] = 16
+    assert default.rate_for("old") == default.rate == rate_for_target(442)
     v.verified["many"] = 10 ** 6
     assert v.rate_for("many") == v.rate == rate_for_target(TARGET)
     bound = chunks_to_catch(1 / 16, 16, v.rate)
