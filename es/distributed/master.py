@@ -170,7 +170,7 @@ class RedisEvaluator(Evaluator):
             self._center = (cr, cl, "master")
         self._heard = self._heard_now or self._heard
         info = {"workers": len(set(self._done.values()) - {"master"}), "chunks": len(bounds), **self._info,
-                "held": sum(map(len, self._held.values())), "spot_checked": self.verify.checked(),
+                "held": sum(map(len, self._held.values())), "spot_checked": self.verify.checked(), "spot_rate": self.verify.rate,
                 "spot_check_seconds": self.verify.spot_seconds, "center_seconds": self.verify.center_seconds,
                 "master_seconds": self.verify.seconds,
                 "banned": len(self.banned), **self.counts, "repaired": self.counts["repaired"] + self.link.repairs}
