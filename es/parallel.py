@@ -359,8 +359,9 @@ class ParallelEvaluator(Evaluator):
         is timed; beside the workers, so if anything it favours them)."""
         t0 = time.perf_counter()
         cr, cl = evaluate_center(self.problem, task, center_seeds)
-        if self._time_center and not self._timing["local"] and cl > 0:
-            self._timing["local"].append((time.perf_counter() - t0) / cl)
+        if self._time_center and not self._timing["local"] and center_seeds is not None and len(center_seeds):
+            # per env step, or per episode for function problems (as ``evaluate`` counts members)
+            self._timing["local"].append((time.perf_counter() - t0) / max(cl, len(center_seeds)))
             self._time_center = False
         return cr, cl
 
