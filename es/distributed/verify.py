@@ -65,7 +65,7 @@ def chunks_to_catch(f: float, n: int, p: float, delta: float = DELTA) -> int:
     probability at least 1 - delta when each member is replayed with probability ``p``:
     the least c with (1 - p)^(ceil(f n) c) <= delta."""
     lies = max(1, math.ceil(f * n - 1e-9))
-    return math.ceil(math.log(delta) / (lies * math.log1p(-p)))
+    return math.ceil(math.log(delta) / (lies * math.log1p(-p)) - 1e-9)   # not 443 for 442.0000000001
 
 
 class Verifier:

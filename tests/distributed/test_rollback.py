@@ -274,7 +274,8 @@ def test_chunks_to_catch_is_the_least_number_that_meets_the_bound(f, n):
     p = rate_for_target(442)
     c = chunks_to_catch(f, n, p)
     lies = math.ceil(f * n - 1e-9)
-    assert (1 - p) ** (lies * c) <= DELTA < (1 - p) ** (lies * (c - 1))
+    assert (1 - p) ** (lies * c) <= DELTA * (1 + 1e-9) and DELTA < (1 - p) ** (lies * (c - 1))
+    assert chunks_to_catch(1 / 16, 16, rate_for_target(442)) == 442
 
 
 def test_every_member_is_checked_at_least_at_the_rate_and_new_ids_more():
