@@ -58,9 +58,9 @@ class Run:
         t.start()
         self.threads.append(t)
 
-    def train(self):
+    def train(self, **kw):
         try:
-            return es.train(self.cfg, self.problem, evaluator=self.ev, final_eval=False)
+            return es.train(self.cfg, self.problem, evaluator=self.ev, final_eval=False, **kw)
         finally:
             self.stop.set()
             for t in self.threads:
@@ -259,6 +259,37 @@ def test_an_id_banned_while_its_held_results_are_released_has_none_used(server):
     assert wid(10).hex() in result.summary["banned"]
     assert np.array_equal(result.center, clean(cfg))
     assert not [e for e in run.ev.accepted if e[2] == wid(10).hex()]
+
+
+def test_the_checkpoint_keeps_what_a_rollback_needs_across_a_resume(server, tmp_path):
+    """A liar's lies dodge the checks for the whole first run (3 generations, made certain as
+    above); the master stops, its checkpoint holds the states since the liar's first used
+    result and which id touched them. A new master resumes to 5 generations, catches the same
+    id, and goes back to a generation before the resume: the run equals the clean 5-generation run."""
+    from es.checkpoint import load_checkpoint, load_extra
+    liar_id = wid(12)
+    liar = honest_first(one_member)
+    own = wid(13)
+    first = Run(server, cfg_for(generations=3), honest=0, liars=[(own, None), (liar_id, liar)], trusted=[own.hex()])
+    first.ev.verify.rate_for = lambda w: 0.0
+    run_dir = tmp_path / "run"
+    out = first.train(run_dir=run_dir)
+    assert out.summary["rollbacks"] == [] and liar_id.hex() not in out.summary["banned"]
+    used = [e[0] for e in first.ev.accepted if e[2] == liar_id.hex()]
+    assert used, "the liar's results were never used: nothing to undo"
+    meta = load_checkpoint(run_dir)[1]
+    kept = [int(g) for g in load_extra(run_dir / "checkpoint.npz")["history_generation"]]
+    assert meta["audit"]["first_unchecked"][liar_id.hex()] == min(used) == kept[0] and kept[-1] == 2
+    first.ev.close()
+
+    cfg = cfg_for(generations=5)
+    second = Run(server, cfg, honest=0, liars=[(own, None), (liar_id, liar)], trusted=[own.hex()])
+    result = second.train(run_dir=run_dir, resume=True)
+    assert liar_id.hex() in result.summary["banned"]
+    back = result.summary["rollbacks"][0]["back_to_generation"]
+    assert back == min(used) < 3, result.summary
+    assert np.array_equal(result.center, clean(cfg))
+    assert np.array_equal(load_checkpoint(run_dir)[0], result.center)
 
 
 # ---------------------------------------------------------------- the bound
