@@ -101,6 +101,21 @@ def honest_first(lie, honest_results=1):
     return tamper
 
 
+def once_trusted(run_of, worker, lie):
+    """A tamper that lies only while ``run_of()``'s master trusts ``worker``: the worst case, an
+    adversary that knows when its probation is over (a held result is compared in full)."""
+    calls = []
+
+    def tamper(job, returns, lengths, center):
+        calls.append(job["g"])
+        run = run_of()
+        if run is None or not run.ev.verify.trusted(worker.hex()):
+            return returns, lengths, center
+        return lie(returns.copy()), lengths, center
+    tamper.calls = calls
+    return tamper
+
+
 def every_member(r):
     return r + 1.0
 
@@ -189,13 +204,14 @@ def test_a_fresh_id_per_result(server):
 def test_a_lie_that_dodged_the_checks_is_rolled_back_when_the_liar_is_caught(server):
     """The master's bad luck, made certain: the checks miss every member of an id trusted since
     probation until generation 3; its lies (one member per chunk) enter generations 0..2; in
-    generation 3 a check catches it. The run goes back to the generation of its first used
+    generation 3 every member is checked, which catches it. The run goes back to the generation of its first used
     result and plays the generations since without it."""
-    liar = honest_first(one_member)
+    runs = []
+    liar = once_trusted(lambda: runs[0] if runs else None, wid(7), one_member)
     own = wid(11)      # the master's own worker: trusted from its first result, never held against the liar
     run = Run(server, cfg_for(generations=6), honest=0, liars=[(own, None), (wid(7), liar)], trusted=[own.hex()])
-    real = run.ev.verify.rate_for
-    run.ev.verify.rate_for = lambda w: 0.0 if run.ev.verify.task.generation < 3 else real(w)
+    runs.append(run)
+    run.ev.verify.rate_for = lambda w: 0.0 if run.ev.verify.task.generation < 3 else 1.0
     result = run.train()
     rollbacks = check(result, run, [wid(7).hex()])
     assert rollbacks and rollbacks[0]["banned"] == [wid(7).hex()] and rollbacks[0]["found_in_generation"] == 3
@@ -267,10 +283,10 @@ def test_the_checkpoint_keeps_what_a_rollback_needs_across_a_resume(server, tmp_
     result and which id touched them. A new master resumes to 5 generations, catches the same
     id, and goes back to a generation before the resume: the run equals the clean 5-generation run."""
     from es.checkpoint import load_checkpoint, load_extra
-    liar_id = wid(12)
-    liar = honest_first(one_member)
-    own = wid(13)
+    liar_id, own, runs = wid(12), wid(13), []
+    liar = once_trusted(lambda: runs[-1] if runs else None, liar_id, one_member)
     first = Run(server, cfg_for(generations=3), honest=0, liars=[(own, None), (liar_id, liar)], trusted=[own.hex()])
+    runs.append(first)
     first.ev.verify.rate_for = lambda w: 0.0
     run_dir = tmp_path / "run"
     out = first.train(run_dir=run_dir)
@@ -283,7 +299,8 @@ def test_the_checkpoint_keeps_what_a_rollback_needs_across_a_resume(server, tmp_
     first.ev.close()
 
     cfg = cfg_for(generations=5)
-    second = Run(server, cfg, honest=0, liars=[(own, None), (liar_id, liar)], trusted=[own.hex()])
+    second = Run(server, cfg, honest=0, liars=[(own, None), (liar_id, honest_first(one_member, 0))],
+                 trusted=[own.hex()])
     result = second.train(run_dir=run_dir, resume=True)
     assert liar_id.hex() in result.summary["banned"]
     back = result.summary["rollbacks"][0]["back_to_generation"]
