@@ -16,6 +16,10 @@ counts, the late one is a duplicate. Chunks shrink towards a generation's end (`
 the workers the master knows of: its own and those it heard from in the last generation; the
 master plays the center's episodes itself meanwhile (with ``chunks`` given: the last chunk's
 worker does, as before).
+
+A ban may come chunks after the banned id's first lie: the master notes, per id it did not
+issue, the first generation that used one of its results, and ``rollback`` tells the training
+loop to go back to the state before it and play the generations since again (issue 43).
 """
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ evaluation of the same chunk: the master's own, or a trusted worker's. Meanwhile
 are held, never used (``master.RedisEvaluator``), so an untrusted id cannot change the center
 and a fresh id per message gains nothing. The master's own evaluations run here, in one
 background thread, while it goes on receiving (the start of a fresh cluster is not serialized
-on the master); each chunk is evaluated here at most once per generation, so at worst a run
-slows to one process. The master's own workers (``trusted``: ids it issued and handed to the
+on the master); each chunk is evaluated here about once per generation (once more where a held
+result and a trusted worker's differ: one of them is banned for it), so at worst a run slows
+to one process. The master's own workers (``trusted``: ids it issued and handed to the
 processes it started) are trusted from their first result.
 
 Trusted ids are spot-checked, member by member: each member of a chunk that an id the master
