@@ -239,9 +239,9 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                 replaying = max(replaying, g)
                 print(f"rollback: worker(s) {', '.join(ids)} banned in generation {g}; generations {g0}..{g} are "
                       f"played again without their results", file=sys.stderr)
+                state["train_seconds"] += time.perf_counter() - t0    # the time lost counts
                 if run_dir is not None:
                     _write_metrics(run_dir / "metrics.jsonl", metrics)
-                    state["train_seconds"] += time.perf_counter() - t0
                     _save(run_dir, strategy, optimizer, config, problem, state, time.perf_counter(), stats,
                           history={k: v for k, v in history.items() if k < g0}, evaluator=evaluator, rollbacks=rollbacks)
                 if bar is not None:
