@@ -227,6 +227,10 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             back = audit() if audit is not None else None
             if back is not None:       # a ban: results used since generation back[0] were a liar's
                 g0, ids = back
+                if g0 not in history:   # e.g. a checkpoint written before issue 43 kept no states
+                    raise ESError(f"worker(s) {', '.join(ids)} were banned and their results were used since "
+                                  f"generation {g0}, but the state before it was not kept: the run cannot be "
+                                  "replayed without them; start it again from an earlier checkpoint")
                 snap = history[g0]
                 strategy.center, strategy.generation = snap["center"].copy(), g0
                 optimizer.load_state_dict({k: v.copy() for k, v in snap["opt"].items()})
