@@ -17,12 +17,16 @@ FORMAT = "es-course-checkpoint"
 VERSION = 1
 
 
-def save_checkpoint(path, center: np.ndarray, meta: dict, optimizer_state: dict | None = None) -> None:
+def save_checkpoint(path, center: np.ndarray, meta: dict, optimizer_state: dict | None = None,
+                    extra: dict | None = None) -> None:
+    """``extra``: more arrays (``load_extra``), e.g. the states a rollback may return to."""
     path = Path(path)
     arrays = {"center": np.asarray(center, dtype=np.float32),
               "meta": np.array(json.dumps({"format": FORMAT, "version": VERSION, **meta}))}
     for k, v in (optimizer_state or {}).items():
         arrays[f"opt_{k}"] = np.asarray(v)
+    for k, v in (extra or {}).items():
+        arrays[f"x_{k}"] = np.asarray(v)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         np.savez(f, **arrays)
@@ -74,3 +78,14 @@ def load_checkpoint(path, max_bytes: int = 1 << 30) -> tuple[np.ndarray, dict, d
         raise ESError(f"checkpoint {path} has {center.size} parameters but its header says {expected}")
     opt = {k[4:]: v for k, v in arrays.items() if k.startswith("opt_")}
     return center, meta, opt
+
+
+def load_extra(path, max_bytes: int = 1 << 30) -> dict:
+    """The ``extra`` arrays a checkpoint was saved with (``{}`` for one without)."""
+    path = Path(path)
+    try:
+        _check_sizes(path, max_bytes)
+        with np.load(path, allow_pickle=False) as z:
+            return {k[2:]: z[k] for k in z.files if k.startswith("x_")}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise ESError(f"checkpoint {path} is corrupt or not an .npz file ({exc.__class__.__name__}: {exc})") from None

@@ -85,8 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--chunk-deadline", type=float, default=None,
                    help="redis: hand a chunk out again this long after queueing it [max(60 s, 5x slowest)]")
     t.add_argument("--spot-checks", type=int, default=None,
-                   help="redis: members the master replays per generation to catch lying workers [1 per 64, "
-                        "at most 1 per chunk]; 0: none, and new workers are not verified")
+                   help="redis: about this many members the master replays per generation to catch lying workers "
+                        "[set by --catch-within]; 0: none, and new workers are not verified")
+    t.add_argument("--catch-within", type=int, default=None, metavar="N",
+                   help="redis: replay each member of a worker the master did not start with the probability that "
+                        "catches a liar by its N-th lie with probability >= 0.999 [442: 1 member in 64.5; "
+                        "docs/distributed.md]")
     t.add_argument("--probation", type=int, default=1, metavar="N",
                    help="redis: results of a new worker id that must equal a trusted evaluation (the master's or a "
                         "trusted worker's) before the id's results are used [1]")
@@ -178,6 +182,8 @@ def _train_with_redis(args, config, run_dir):
         raise ESError("--lease-seconds must be in (0, 3600] and --chunks >= 1")
     if args.spot_checks is not None and args.spot_checks < 0:
         raise ESError(f"--spot-checks must be >= 0, got {args.spot_checks}")
+    if args.catch_within is not None and args.catch_within < 1:
+        raise ESError(f"--catch-within must be >= 1, got {args.catch_within}")
     if args.probation < 0:
         raise ESError(f"--probation must be >= 0, got {args.probation}")
     if args.chunk_deadline is not None and not args.chunk_deadline > 0:
@@ -205,7 +211,8 @@ def _train_with_redis(args, config, run_dir):
         ids = [os.urandom(8).hex() for _ in range(local_workers)]
         evaluator = RedisEvaluator(problem, url, chunks=args.chunks, lease_seconds=args.lease_seconds,
                                    spot_checks=args.spot_checks, chunk_deadline=args.chunk_deadline,
-                                   probation=args.probation, password=password, workers=local_workers, trusted=ids)
+                                   probation=args.probation, password=password, workers=local_workers, trusted=ids,
+                                   catch_within=args.catch_within)
         env = {**os.environ, "ES_REDIS_URL": worker_url}
         if password:
             env["ES_REDIS_PASSWORD"] = password

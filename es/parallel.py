@@ -165,6 +165,7 @@ class ParallelEvaluator(Evaluator):
         self._warm = None            # the future of the workers' warm-up
         self._warm_episodes = 0      # what they were warmed for
         self._last_parallel = time.monotonic()
+        self._time_center = False    # time this process on the center's episodes (workers warmed first)
 
     # ---- which way
     def bounds(self, population: int) -> list[tuple[int, int]]:
@@ -192,11 +193,18 @@ class ParallelEvaluator(Evaluator):
         self._warm.result(timeout=timeout)
 
     def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
-        """Start warming the workers in the background (in-process generations go on meanwhile);
-        this process gets ready to play the center."""
+        """Start warming the workers; this process gets ready to play the center. A problem
+        played one episode at a time (guided chunks: Pong, gymnasium ids), for which the workers
+        are the way, waits here for them, as Redis and Dask do: their start-up is spent before
+        generation 0 and reported as start-up (issue 43: at 16 workers generation 0 lasted 2.76
+        steady ones), and this process is timed on the center's episodes it plays meanwhile.
+        A batched problem (CartPole) plays in-process while they warm, in the background."""
         self.problem.warm_up(center_episodes)
         if self.adaptive and self.workers > 1:
             self._ready(max(b - a for a, b in self.bounds(population)) * episodes)
+            if self.guided:
+                self._warm.result()
+                self._time_center = True
 
     def _warm_up(self, episodes: int) -> None:
         problem = None if self._key is not None else self.problem
@@ -327,8 +335,7 @@ class ParallelEvaluator(Evaluator):
         problem = None if self._key is not None else self.problem
         # One job at a time runs in this process (joblib's sequential backend), maybe on this very
         # problem object: then the center comes after, not beside it.
-        center = self._center_pool.submit(evaluate_center, self.problem, task, center_seeds) \
-            if self.workers > 1 else None
+        center = self._center_pool.submit(self._timed_center, task, center_seeds) if self.workers > 1 else None
         order = dispatch_order(bounds)
         jobs = [delayed(evaluate_chunk)(self._key, problem, fields, task.center, *bounds[i], seeds, None)
                 for i in order]
@@ -345,6 +352,18 @@ class ParallelEvaluator(Evaluator):
         obs = None if task.obs_norm is None else \
             tuple(np.concatenate([out[i][4][k] for i in range(len(bounds))]) for k in (0, 1))
         return returns, lengths, cr, cl, obs, sum(o[5] for o in out.values())
+
+    def _timed_center(self, task, center_seeds):
+        """The center played here; where the workers were warmed before generation 0, the first
+        time also times this process for the choice (per env step, as an in-process generation
+        is timed; beside the workers, so if anything it favours them)."""
+        t0 = time.perf_counter()
+        cr, cl = evaluate_center(self.problem, task, center_seeds)
+        if self._time_center and not self._timing["local"] and center_seeds is not None and len(center_seeds):
+            # per env step, or per episode for function problems (as ``evaluate`` counts members)
+            self._timing["local"].append((time.perf_counter() - t0) / max(cl, len(center_seeds)))
+            self._time_center = False
+        return cr, cl
 
     def close(self):
         if self._warm is not None:

@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from . import envs, obs_norm, seeding
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, load_extra, save_checkpoint
 from .config import ESConfig
 from .errors import ESError
 from .evaluators import LocalEvaluator
@@ -96,6 +96,46 @@ def _prepare_run_dir(run_dir: Path, resume: bool) -> None:
                       "or choose another --out")
 
 
+# ---- rollback and replay: an evaluator that learns late that results it gave were lies (a
+# Redis worker banned after its lies were used) names the first generation they touched; the
+# run returns to the state before it and plays the generations since again, so that it equals
+# the run in which the liar never lied. The state before each such generation is kept (in
+# memory and in the checkpoint) while a later ban could still need it.
+STATE_KEYS = ("streak", "env_steps", "finished")
+
+
+def _snapshot(strategy, optimizer, stats, state, metrics) -> dict:
+    return {"center": strategy.center.copy(), "opt": {k: np.array(v, copy=True) for k, v in optimizer.state_dict().items()},
+            "stats": None if stats is None else stats.to_array(), "state": {k: state[k] for k in STATE_KEYS},
+            "metrics": len(metrics)}
+
+
+def _history_arrays(history: dict) -> tuple[dict, list]:
+    """The snapshots as arrays for the checkpoint (``x_`` keys) and their JSON part."""
+    gens = sorted(history)
+    if not gens:
+        return {}, []
+    arrays = {"history_generation": np.array(gens, dtype=np.int64),
+              "history_center": np.stack([history[g]["center"] for g in gens])}
+    for k in history[gens[0]]["opt"]:
+        arrays[f"history_opt_{k}"] = np.stack([history[g]["opt"][k] for g in gens])
+    meta = [{"state": history[g]["state"], "metrics": history[g]["metrics"],
+             "stats": None if history[g]["stats"] is None else history[g]["stats"].tolist()} for g in gens]
+    return arrays, meta
+
+
+def _history_from(arrays: dict, meta: list) -> dict:
+    if "history_generation" not in arrays:
+        return {}
+    gens = [int(g) for g in arrays["history_generation"]]
+    if len(gens) != len(meta):
+        raise ESError("the checkpoint's rollback history is inconsistent")
+    opt_keys = [k[len("history_opt_"):] for k in arrays if k.startswith("history_opt_")]
+    return {g: {"center": arrays["history_center"][i].copy(), "opt": {k: arrays[f"history_opt_{k}"][i].copy() for k in opt_keys},
+                "stats": None if meta[i]["stats"] is None else np.array(meta[i]["stats"], dtype=np.float64),
+                "state": meta[i]["state"], "metrics": int(meta[i]["metrics"])} for i, g in enumerate(gens)}
+
+
 def _center_rank(center_return, returns) -> int:
     """1 = the center beat every member; population + 1 = it was the worst."""
     return int(np.sum(np.asarray(returns) > center_return)) + 1
@@ -124,8 +164,13 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     # generation, merged after it in member order, so the same for any evaluator (es.obs_norm).
     stats = obs_norm.ObsStats.empty(problem.obs_dim) if problem.obs_dim else None
     metrics: list[dict] = []
+    history: dict = {}        # generation -> the state before it, while a rollback may need it
+    rollbacks: list[dict] = []
+    audit_state = None
     if run_dir is not None and resume:
         center, meta, opt_state = load_checkpoint(run_dir / "checkpoint.npz")
+        history = _history_from(load_extra(run_dir / "checkpoint.npz"), meta.get("history", []))
+        audit_state, rollbacks = meta.get("audit"), meta.get("rollbacks", [])
         if center.size != problem.num_params:
             raise ESError(f"{run_dir}: checkpoint has {center.size} parameters, the problem needs {problem.num_params}")
         strategy.center, strategy.generation = center, int(meta["generation"])
@@ -146,6 +191,10 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
 
     own_evaluator = evaluator is None
     evaluator = evaluator or make_evaluator(config, problem)
+    audit = getattr(evaluator, "rollback", None)     # None: this evaluator never learns of lies late
+    if audit is not None and audit_state is not None:
+        evaluator.load_audit_state(audit_state)
+    replaying = -1            # generations up to this one are played a second time
     bar = _progress_bar(config, strategy.generation) if progress else None
     n_seeds = max(config.episodes_per_member, config.center_episodes)
     blas = one_blas_thread()
@@ -158,6 +207,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         while state["finished"] is None and strategy.generation < config.generations:
             t0 = time.perf_counter()
             g = strategy.generation
+            if audit is not None:
+                history[g] = _snapshot(strategy, optimizer, stats, state, metrics)
             task = strategy.ask()
             if stats is not None:
                 task = replace(task, obs_norm=np.stack(obs_norm.mean_std(stats)))
@@ -173,6 +224,34 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                 res.center_return = evaluator.verify_center(seeds[:config.center_episodes], res.center_return)
                 score = problem.score(res.center_return, res.center_length / config.center_episodes)
                 hit = score >= config.reward_goal
+            back = audit() if audit is not None else None
+            if back is not None:       # a ban: results used since generation back[0] were a liar's
+                g0, ids = back
+                if g0 not in history:   # e.g. a checkpoint written before issue 43 kept no states
+                    raise ESError(f"worker(s) {', '.join(ids)} were banned and their results were used since "
+                                  f"generation {g0}, but the state before it was not kept: the run cannot be "
+                                  "replayed without them; start it again from an earlier checkpoint")
+                snap = history[g0]
+                strategy.center, strategy.generation = snap["center"].copy(), g0
+                optimizer.load_state_dict({k: v.copy() for k, v in snap["opt"].items()})
+                stats = None if snap["stats"] is None else obs_norm.ObsStats.from_array(snap["stats"])
+                state.update(snap["state"])
+                del metrics[snap["metrics"]:]
+                history = {k: v for k, v in history.items() if k <= g0}
+                rollbacks.append({"banned": ids, "found_in_generation": g, "back_to_generation": g0,
+                                  "replayed": list(range(g0, g + 1))})
+                replaying = max(replaying, g)
+                print(f"rollback: worker(s) {', '.join(ids)} banned in generation {g}; generations {g0}..{g} are "
+                      f"played again without their results", file=sys.stderr)
+                state["train_seconds"] += time.perf_counter() - t0    # the time lost counts
+                if run_dir is not None:
+                    _write_metrics(run_dir / "metrics.jsonl", metrics)
+                    _save(run_dir, strategy, optimizer, config, problem, state, time.perf_counter(), stats,
+                          history={k: v for k, v in history.items() if k < g0}, evaluator=evaluator, rollbacks=rollbacks)
+                if bar is not None:
+                    bar.n = g0
+                    bar.refresh()
+                continue
             state["streak"] = state["streak"] + 1 if hit else 0
             info = {"grad_norm": None, "update_ratio": None}
             if state["streak"] >= config.consecutive_goal_stopping:
@@ -191,11 +270,20 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                 row["center_fitness"] = res.center_return
             if config.record_returns:   # what tell() was given: with the seed, it replays the run (pong.student)
                 row["returns"] = [float(r) for r in res.returns]
+            if g <= replaying:
+                row["replayed"] = True
+            if rollbacks and rollbacks[-1]["back_to_generation"] == g and rollbacks[-1].get("row") is None:
+                rollbacks[-1]["row"] = True
+                row["rollback"] = {k: v for k, v in rollbacks[-1].items() if k != "row"}
+            if audit is not None:      # what a later ban may need: the states since the oldest unchecked result
+                oldest = evaluator.oldest_unchecked()
+                history = {k: v for k, v in history.items() if oldest is not None and k >= oldest}
             if state["finished"] is None and strategy.generation >= config.generations:
                 state["finished"] = "generations"
             if run_dir is not None:
                 _append_metrics(run_dir / "metrics.jsonl", row, t0, state)
-                _save(run_dir, strategy, optimizer, config, problem, state, t0, stats)
+                _save(run_dir, strategy, optimizer, config, problem, state, t0, stats, history=history,
+                      evaluator=evaluator if audit is not None else None, rollbacks=rollbacks)
             else:
                 state["train_seconds"] += time.perf_counter() - t0
             row["seconds"] = time.perf_counter() - t0
@@ -220,6 +308,9 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                "train_seconds": state["train_seconds"], "startup_seconds": startup,
                "env_steps": state["env_steps"],
                "num_params": problem.num_params, "workers": config.workers}
+    if audit is not None:      # who was banned, and which generations were played again because of it
+        summary["banned"] = dict(getattr(evaluator, "banned", {}))
+        summary["rollbacks"] = [{k: v for k, v in r.items() if k != "row"} for r in rollbacks]
     if stats is not None:      # the statistics the next generation would have used go with the center
         problem.obs_norm = np.stack(obs_norm.mean_std(stats))
     if final_eval:
@@ -238,14 +329,19 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     return TrainResult(strategy.center, summary, metrics, run_dir)
 
 
-def _save(run_dir, strategy, optimizer, config, problem, state, t0, stats=None):
+def _save(run_dir, strategy, optimizer, config, problem, state, t0, stats=None, history=None, evaluator=None,
+          rollbacks=()):
     # The time of this generation counts up to and including its checkpoint.
     state["train_seconds"] += time.perf_counter() - t0
     meta = {"generation": strategy.generation, "num_params": problem.num_params, "problem": problem.spec(),
             "config": config.to_dict(), **state}
     if stats is not None:     # JSON floats round-trip exactly: a resumed run goes on bit-identical
         meta["obs_stats"] = stats.to_array().tolist()
-    save_checkpoint(run_dir / "checkpoint.npz", strategy.center, meta, optimizer.state_dict())
+    extra, meta_history = _history_arrays(history or {})
+    if evaluator is not None:   # what a rollback after a resume needs: the states, and which ids touched them
+        meta.update(history=meta_history, audit=evaluator.audit_state(),
+                    rollbacks=[{k: v for k, v in r.items() if k != "row"} for r in rollbacks])
+    save_checkpoint(run_dir / "checkpoint.npz", strategy.center, meta, optimizer.state_dict(), extra)
 
 
 def _append_metrics(path, row, t0, state):

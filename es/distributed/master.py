@@ -16,6 +16,10 @@ counts, the late one is a duplicate. Chunks shrink towards a generation's end (`
 the workers the master knows of: its own and those it heard from in the last generation; the
 master plays the center's episodes itself meanwhile (with ``chunks`` given: the last chunk's
 worker does, as before).
+
+A ban may come chunks after the banned id's first lie: the master notes, per id it did not
+issue, the first generation that used one of its results, and ``rollback`` tells the training
+loop to go back to the state before it and play the generations since again (issue 43).
 """
 from __future__ import annotations
 
@@ -50,12 +54,14 @@ class RedisEvaluator(Evaluator):
     def __init__(self, problem, url: str, chunks: int | None = None, lease_seconds: float = 10.0,
                  max_outage: float = 300.0, log=None, spot_checks: int | None = None,
                  chunk_deadline: float | None = None, probation: int = 1, password: str | None = None,
-                 workers: int = 0, trusted=(), backup_after: float | None = BACKUP_AFTER):
+                 workers: int = 0, trusted=(), backup_after: float | None = BACKUP_AFTER,
+                 catch_within: int | None = None):
         """``chunks``: that many even chunks per generation; None: guided chunks for the workers
         known (``workers`` started by the caller, and every id heard from in the last
         generation). ``trusted``: worker ids the caller issued to its own processes.
         ``backup_after``: a chunk running this many times longer than expected is handed out
-        again once (None: never; ``chunk_deadline`` and the leases still apply)."""
+        again once (None: never; ``chunk_deadline`` and the leases still apply). ``catch_within``:
+        the spot checks' target, a liar caught by its that-many-th lie (``verify``)."""
         spec = problem.spec()
         from ..envs import rebuildable
         if not rebuildable(spec):
@@ -70,7 +76,7 @@ class RedisEvaluator(Evaluator):
         self.link = RedisLink(url, max_outage=max_outage, log=self.log, password=password)
         self.run = secrets.token_hex(8)              # new for every master process
         self.board = Board(self.link, self.run, spec, float(lease_seconds), self.log)
-        self.verify = Verifier(problem, spot_checks, probation, self.log, trusted)
+        self.verify = Verifier(problem, spot_checks, probation, self.log, trusted, catch_within)
         self.banned = self.verify.banned             # worker id -> reason
         self.counts = dict.fromkeys(COUNTS, 0)       # per generation
         self.accepted: list = []     # (generation, chunk id, worker, returns digest) of every result used
@@ -78,6 +84,10 @@ class RedisEvaluator(Evaluator):
         self._heard: set = set()                     # worker ids with a result in the last generation
         self._new_ids: set = set()                   # ids whose probation was announced
         self._blmpop = True                          # the server has BLMPOP (Redis >= 7)
+        # Rollback: the first generation in which each id the master did not issue had a result
+        # used; a ban sends the run back to the generation before (``rollback``).
+        self.first_unchecked: dict = {}              # worker id -> generation
+        self._rollback, self._rollback_ids = None, set()
 
     def bounds(self, population: int) -> list[tuple[int, int]]:
         """This generation's chunks: ``chunks`` even ones if given; else one even chunk per worker
@@ -164,7 +174,7 @@ class RedisEvaluator(Evaluator):
             self._center = (cr, cl, "master")
         self._heard = self._heard_now or self._heard
         info = {"workers": len(set(self._done.values()) - {"master"}), "chunks": len(bounds), **self._info,
-                "held": sum(map(len, self._held.values())), "spot_checked": self.verify.checked(),
+                "held": sum(map(len, self._held.values())), "spot_checked": self.verify.checked(), "spot_rate": self.verify.rate,
                 "spot_check_seconds": self.verify.spot_seconds, "center_seconds": self.verify.center_seconds,
                 "master_seconds": self.verify.seconds,
                 "banned": len(self.banned), **self.counts, "repaired": self.counts["repaired"] + self.link.repairs}
@@ -263,15 +273,21 @@ class RedisEvaluator(Evaluator):
     def _trusted(self, res, a, b, jid) -> bool:
         """A trusted id's result (spot-checked) or the master's: used, and it settles what was held."""
         if res["worker"] != "master":
+            if not self.verify.trusted(res["worker"]):    # banned, or back on probation, since
+                self._want(jid, f"worker {res['worker']} is not trusted any more")
+                return False
             lie = self.verify.lie(res, a, b)
             if lie:
                 self._ban(res["worker"], lie)
                 self._want(jid, "its worker was banned")
                 return False
-        done = self._accept(res, a, b, jid)
+        self._accept(res, a, b, jid)
         for w, held in self._held.pop(jid, []):
-            self._settle_one(w, held, a, b, res)
-        return done
+            if jid not in self._done:     # the reference was a liar's, found out by this loop: hold again
+                self._held.setdefault(jid, []).append((w, held))
+                continue
+            self._settle_one(w, held, a, b, self._used(a, b, jid))
+        return jid in self._done
 
     def _hold(self, w, res, a, b, jid) -> None:
         """A result of an id on probation: kept aside until a trusted evaluation of its chunk."""
@@ -327,22 +343,37 @@ class RedisEvaluator(Evaluator):
         return done
 
     def _settle_one(self, w, held, a, b, trusted) -> None:
-        """Compare a held result with a trusted one: the id earns trust, or is banned."""
+        """Compare a held result with a trusted one: the id earns trust, or is banned. Where the
+        trusted one is a worker's, a difference does not say who lied (a worker trusted since
+        may lie now): the master evaluates the chunk and bans whichever differs from its own."""
         if w in self.banned:
             return
         lie = self.verify.lie(held, a, b, own=trusted)
+        if lie and trusted["worker"] != "master":
+            jid = self.board.chunk_of[a][2]
+            own = self.verify.evaluate(a, b, held["center"] is not None)
+            self._info["master_chunks"] += 1
+            other = self.verify.lie(trusted, a, b, own=own)
+            if other:
+                self._ban(trusted["worker"], other)
+                if jid not in self._done:
+                    self._trusted(own, a, b, jid)
+            lie, trusted = self.verify.lie(held, a, b, own=own), own
         if lie:
             self._ban(w, lie)
             return
         self._info["vouched"] += 1
-        self.verify.vouch(w, "the master" if trusted["worker"] == "master" else f"trusted worker {trusted['worker']}")
-        if self.verify.trusted(w):        # its other held results count as a trusted id's now
-            for jid, entries in list(self._held.items()):
-                mine = [r for x, r in entries if x == w]
-                if mine and jid not in self._done:
-                    self._held[jid] = [(x, r) for x, r in entries if x != w]
-                    a2, b2 = self.board.members[jid]
-                    self._trusted(mine[0], a2, b2, jid)
+        by = "the master" if trusted["worker"] == "master" else f"trusted worker {trusted['worker']}"
+        self.verify.vouch(w, by, voucher=None if trusted["worker"] == "master" else trusted["worker"])
+        for jid in list(self._held):      # its other held results count as a trusted id's now
+            if not self.verify.trusted(w):    # not yet, or banned by one of them (this loop)
+                break
+            entries = self._held.get(jid, [])
+            mine = [r for x, r in entries if x == w]
+            if mine and jid not in self._done:
+                self._held[jid] = [(x, r) for x, r in entries if x != w]
+                a2, b2 = self.board.members[jid]
+                self._trusted(mine[0], a2, b2, jid)
 
     def _used(self, a, b, jid) -> dict:
         """The values used for a finished chunk, as a result."""
@@ -356,6 +387,8 @@ class RedisEvaluator(Evaluator):
         if res["center"] is not None:
             self._center = (*res["center"], res["worker"])
         self._done[jid] = res["worker"]
+        if res["worker"] != "master" and res["worker"] not in self.verify.own:
+            self.first_unchecked.setdefault(res["worker"], self.board.task.generation)
         self.accepted.append((self.board.task.generation, jid, res["worker"],
                               hashlib.sha256(res["returns"].tobytes()).hexdigest()[:16]))
         now = time.monotonic()
@@ -366,16 +399,32 @@ class RedisEvaluator(Evaluator):
         return True
 
     def _ban(self, worker, why) -> None:
-        """Ban ``worker``; its other results of this generation are discarded and requeued."""
-        g = self.board.task.generation
+        """Ban ``worker``; its other results of this generation are discarded and requeued, and
+        where it had results used in an earlier generation the run goes back (``rollback``).
+        The same for ids that were trusted on its word (on probation again)."""
+        before = {w for w in self.verify.passed if self.verify.trusted(w)}
         if worker not in self.banned:
             self.verify.ban(worker, why)
+        revoked = {w for w in before if not self.verify.trusted(w)} - {worker}
+        self._discard(worker, banned=True)
+        for w in revoked:
+            self._discard(w, banned=False)
+
+    def _discard(self, worker, banned: bool) -> None:
+        """Drop what ``worker`` gave this generation; note the rollback its earlier results need."""
+        g = self.board.task.generation
+        first = self.first_unchecked.get(worker)
+        if first is not None and first < g:
+            self._rollback = first if self._rollback is None else min(self._rollback, first)
+            self._rollback_ids.add(worker)
         lost = [j for j, who in self._done.items() if who == worker]
         for j in lost:
             self._done.pop(j)
-            self._info["requeued"] += self.board.requeue(j, "its worker was banned")
-        for j, entries in self._held.items():
-            self._held[j] = [(x, r) for x, r in entries if x != worker]
+            self._info["requeued"] += self.board.requeue(j, "its worker was banned" if banned else
+                                                         "its worker is on probation again")
+        if banned:
+            for j, entries in self._held.items():
+                self._held[j] = [(x, r) for x, r in entries if x != worker]
         if self._center is not None and self._center[2] == worker:
             self._center = None
         self.accepted = [e for e in self.accepted if not (e[0] == g and e[2] == worker)]
@@ -402,7 +451,41 @@ class RedisEvaluator(Evaluator):
     def verify_center(self, center_seeds, reported: float) -> float:
         if self._center_reporter is None and self._center is not None and self._center[2] == "master":
             return reported        # played here
-        return self.verify.verify_center(self._task, center_seeds, reported, self._center_reporter)
+        w = self._center_reporter
+        cr = self.verify.verify_center(self._task, center_seeds, reported, w)
+        first = self.first_unchecked.get(w)
+        if w in self.banned and first is not None:   # this generation's results may be its too: go back
+            self._rollback = first if self._rollback is None else min(self._rollback, first)
+            self._rollback_ids.add(w)
+        return cr
+
+    # ---- rollback and replay
+    def rollback(self):
+        """``(generation, ids)`` where a ban found that ids whose results were used since
+        ``generation`` lied or were trusted on a liar's word: the caller goes back to the state
+        before ``generation`` and evaluates again from there (the same tasks: every result
+        is a function of (seed, generation, member)). None when nothing is to be replayed."""
+        if self._rollback is None:
+            return None
+        g, ids = self._rollback, sorted(self._rollback_ids)
+        self._rollback, self._rollback_ids = None, set()
+        self.first_unchecked = {w: x for w, x in self.first_unchecked.items() if x < g}
+        self.accepted = [e for e in self.accepted if e[0] < g]
+        return g, ids
+
+    def oldest_unchecked(self) -> int | None:
+        """The first generation a later ban could send the run back to (None: no such result)."""
+        live = [g for w, g in self.first_unchecked.items() if w not in self.banned]
+        return min(live) if live else None
+
+    def audit_state(self) -> dict:
+        """What a resumed master needs to roll back for ids of the run before it (JSON)."""
+        return {"first_unchecked": dict(self.first_unchecked), "banned": dict(self.banned)}
+
+    def load_audit_state(self, state: dict) -> None:
+        self.first_unchecked.update({str(w): int(g) for w, g in state.get("first_unchecked", {}).items()})
+        for w, why in state.get("banned", {}).items():
+            self.banned.setdefault(str(w), str(why))
 
     def close(self):
         self.verify.close()

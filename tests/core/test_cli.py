@@ -42,6 +42,7 @@ def assert_one_line_error(code, err, *fragments):
     (["--sigma", "abc"], "invalid float value"),
     (["--redis", "--probation", "-1"], "--probation must be >= 0"),
     (["--redis", "--spot-checks", "-2"], "--spot-checks must be >= 0"),
+    (["--redis", "--catch-within", "0"], "--catch-within must be >= 1"),
 ])
 def test_bad_hyperparameters_exit_2_with_one_line(capsys, tmp_path, flags, fragment):
     code, _, err = run_main(capsys, "train", "cartpole", "--out", str(tmp_path / "r"), *flags)

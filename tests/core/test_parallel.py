@@ -298,3 +298,28 @@ def test_the_master_plays_the_center_while_the_workers_play_the_members():
         ev.close()
     assert res.center_return == float(os.getpid()) and res.center_length == 0
     assert not np.any(res.returns)
+
+
+class _EpisodeAtATime(FunctionProblem):
+    chunks_per_worker = 4     # guided chunks, as Pong and gymnasium ids get
+
+
+def test_workers_of_an_episode_at_a_time_problem_start_before_generation_0():
+    """Issue 43: joblib's generation 0 counted the workers' start-up (2.76x the steady one at 16
+    workers). Now ``warm_up`` waits for them, as Redis and Dask do (the training loop reports
+    it as ``startup_seconds``); generation 0 runs on them whole, and this process is timed on
+    the center's episodes it plays meanwhile, so that the choice is made after it."""
+    problem = _EpisodeAtATime(_sleepy_member, 3)
+    strategy = OpenES(np.ones(3, np.float32), SGD(3, 0.1), population=32, sigma=0.1, seed=0)
+    task = strategy.ask()
+    ev = ParallelEvaluator(problem, workers=2)
+    try:
+        ev.warm_up(32, 1, 1)
+        assert ev._warm is not None and ev._warm.done()
+        first = ev.evaluate(task, [0], [1])
+    finally:
+        ev.close()
+    assert first.info["evaluated"] == "parallel", first.info
+    assert len(ev._timing["local"]) == 1 and len(ev._timing["parallel"]) == 1
+    r, l, cr, cl, _ = evaluate_members(problem, task, np.arange(32), [0], [1])
+    assert np.array_equal(first.returns, r) and (first.center_return, first.center_length) == (cr, cl)

@@ -467,8 +467,8 @@ def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(
     landed = []
     real = c.ev.verify._spot_check
 
-    def spied(task, seeds, bounds, k):
-        out = real(task, seeds, bounds, k)
+    def spied(task, seeds, members):
+        out = real(task, seeds, members)
         landed.append((task.generation, set(out)))
         return out
     c.ev.verify._spot_check = spied
