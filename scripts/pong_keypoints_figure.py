@@ -7,8 +7,10 @@ Plays one game of ALE/Pong-v5 (seed ``--seed``) with the checkpoint's own policy
 observations and the keypoints it computed, and reads the objects off the same frames with
 the objects policy's fixed code (``pong.policy.object_features``), used here only as the
 yardstick. Prints one JSON line: for each keypoint, the correlation of its newest row and
-column with the ball's and with our paddle's (frames where the ball is in view), so "keypoint
-0 follows the ball" is a number, not a reading of the picture.
+column with the ball's (frames where the ball is in view), with our paddle's and with the
+opponent's, and its mean column, so "keypoint 0 follows the ball" is a number, not a reading
+of the picture (the opponent's paddle follows the ball's height too: tell them apart by the
+column).
 """
 import argparse
 import json
@@ -56,7 +58,9 @@ def tracking(kp, objects) -> dict:
         def corr(a, b, mask):
             return round(float(np.corrcoef(a[mask], b[mask])[0, 1]), 3) if a[mask].std() > 0 and b[mask].std() > 0 else 0.0
         out[f"keypoint_{k}"] = {"ball_row": corr(r, f["ball_y"], seen), "ball_col": corr(c, f["ball_x"], seen),
-                                "paddle_row": corr(r, f["paddle_y"], np.ones_like(seen))}
+                                "paddle_row": corr(r, f["paddle_y"], np.ones_like(seen)),
+                                "opponent_row": corr(r, f["opponent_y"], np.ones_like(seen)),
+                                "mean_col": round(float(col[:, k, 3].mean()), 1)}
     return out
 
 
@@ -94,6 +98,8 @@ def figure(policy, params, obs, kp, objects, out: Path):
     ball = np.where(f["ball_seen"] == 1, f["ball_y"] * 10 + 20.5, np.nan)
     ax.plot(steps, ball[span], "k-", lw=3, alpha=0.3, label="the ball's row (fixed code, the yardstick)")
     ax.plot(steps, (f["paddle_y"] * 10 + 20.5)[span], "g-", lw=3, alpha=0.3, label="our paddle's row (yardstick)")
+    ax.plot(steps, (f["opponent_y"] * 10 + 20.5)[span], "-", color="tab:orange", lw=3, alpha=0.25,
+            label="the opponent's row (yardstick)")
     for i in range(k):
         ax.plot(steps, row[span, i, 3], "-", color=colors[i], lw=1.2, label=f"keypoint {i}'s row")
     ax.invert_yaxis()
