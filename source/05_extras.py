@@ -206,8 +206,8 @@ for name, runs in results.items():
 # with the read-out. The picture below is the course's attempt 10 after 1.4 hours on 2 cores
 # (-17.7 a game over 20 games; a random player -20.3): the filters it learned, its keypoints
 # over two frames of a real game, and each keypoint's row against where the ball and the
-# paddles really are. Read it before the table in `docs/pong.md`: which object does
-# keypoint 0 follow, and what does it not know yet about the ball?
+# paddles really are. Before you read on: which object does keypoint 0 follow, and what does
+# it not know yet about the ball?
 
 # %%
 import os
@@ -228,4 +228,5 @@ else:
 # height (correlation 0.99 over 1,500 steps of game 5; the opponent's paddle follows the ball
 # too). Neither keypoint follows the ball along the field (column correlations -0.02 and
 # -0.05): the policy knows how high the ball is, not how far away, so it cannot yet compute
-# where the ball will cross its column, which is what winning takes (`pong/README.md`).
+# where the ball will cross its column, which is what winning takes (the course's record of
+# its Pong attempts, in its repository, shows hand-written controllers that prove it).
