@@ -100,7 +100,7 @@ KIT = "es-course-kit"       # the student kit's zip (a release of the course) an
 INSTALL = (f"unzip {KIT}.zip\ncd {KIT}\npython -m pip install -r requirements.txt\n"
            "jupyter lab 00_es_from_scratch.ipynb")     # one command a line: nothing cut at the column's edge
 # What a reader page leaves out of a notebook (the grader's markers and machine chatter)
-_POINTS = re.compile(r"\s*\[(?:\+?\d+ (?:points?|pts)(?: with notebook \d+)?|\+\+)\]")
+_POINTS = re.compile(r"\s*\[(?:\+?\d+ (?:points?|pts)(?: with notebook \d+)?(?:, \+\d+ extras?)?|\+\+)\]")
 _GRADED = re.compile(r" \(\d+ points? when graded\)")
 _MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 _CHATTER = re.compile(r"^(?:A\.L\.E: Arcade Learning Environment \(version [^)]*\)|\[Powered by Stella\]"
