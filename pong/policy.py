@@ -20,6 +20,8 @@ that matter, and every member ends up repeating one action.
   products make "where will the ball cross my column" (height + velocity x distance) a
   linear function of the features; the MLP can fold it at the walls. ES learns all of the
   weights; nothing about how to play is written in.
+* ``PongKeypointsPolicy`` (``pong/keypoints.py``): learns where to look as well: learned
+  filters and a spatial soft-argmax find the positions its read-out uses.
 """
 from __future__ import annotations
 
