@@ -27,7 +27,7 @@ Per keypoint ``k`` (``keypoints`` of them; each member has its own parameters):
    ``PongObjectsPolicy``, which reads the same kind of numbers off the pixels by fixed code.
 
 **Why it is fast** (the issue: a generation at least 0.8 of the bare games' speed). After
-subtracting the background, a frame is exactly zero except for ~20 pixels (ball, paddles,
+subtracting the background, a frame is exactly zero except for some 25 pixels (ball, paddles,
 changed score digits). Where a pixel's 3x3 neighbourhood is all zero its logit is the pull
 alone, which is separable: ``sum_p exp(S (a col + c row)) = (sum_col exp(S a col)) x
 (sum_row exp(S c row))``. So the softmax's sums are the separable sums over the whole frame
@@ -53,7 +53,6 @@ SHARPNESS = 40.0          # logit units per unit of filter response: the ball (~
                           # outshines the 1764 empty pixels (ln 1764 = 7.5) at filter weight ~1
 FEATURES_PER_KEYPOINT = 5  # column, row, column speed, row speed, presence
 _COORD = np.linspace(-1.0, 1.0, SIZE)                       # col(p), row(p)
-_PIXEL = (np.arange(SIZE, dtype=np.float64) - (SIZE - 1) / 2) / 10   # the head's position unit: 10 pixels
 _STEPS = np.array([-1.5, -0.5, 0.5, 1.5])                   # frame times, centred: slope = sum(t v) / 5
 _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
@@ -184,7 +183,7 @@ class PongKeypointsPolicy(Policy):
     def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0):
         """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
         ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
-        what the filters saw, and a keypoint that had followed the ball settled on the score;
+        what the filters saw, and a keypoint settled on the score;
         new runs use ``PULL_SCALE`` (0.25)."""
         self.keypoints, self.hidden, self.motion = int(keypoints), tuple(int(h) for h in hidden), bool(motion)
         self.pull_scale = float(pull_scale)
