@@ -25,21 +25,15 @@ from es.evaluators import evaluate_members
 from es.parallel import EvaluationError, chunk_bounds
 from es.training import make_problem_for
 
+from clean_runs import clean_center
+
 CHUNKS = 8
-_REFERENCE: dict = {}
 
 
 def small(**kw):
     base = dict(seed=2, generations=4, reward_goal=1e9, population=64)
     base.update(kw)
     return es.config_for("cartpole", **base)
-
-
-def reference(cfg):
-    key = json.dumps(cfg.to_dict(), sort_keys=True)
-    if key not in _REFERENCE:
-        _REFERENCE[key] = es.train(cfg, final_eval=False).center
-    return _REFERENCE[key]
 
 
 class Cluster:
@@ -100,7 +94,7 @@ class Cluster:
 
 
 def assert_identical(result, cfg):
-    assert np.array_equal(result.center, reference(cfg)), "the run diverged from the single-process run"
+    assert np.array_equal(result.center, clean_center(cfg)), "the run diverged from the single-process run"
 
 
 # ------------------------------------------------------------------ 30+ hostile results

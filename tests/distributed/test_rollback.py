@@ -21,21 +21,15 @@ from es.distributed.verify import DELTA, Verifier, chunks_to_catch, rate_for_tar
 from es.distributed.worker import run_worker
 from es.training import make_problem_for
 
+from clean_runs import clean_center
+
 TARGET = 8          # --catch-within 8: p = 1 - 1e-3 ** (1/8) = 0.58 per member
-_CLEAN: dict = {}
 
 
 def cfg_for(**kw):
     base = dict(seed=3, generations=8, reward_goal=1e9, population=128)
     base.update(kw)
     return es.config_for("cartpole", **base)
-
-
-def clean(cfg):
-    key = repr(sorted(cfg.to_dict().items()))
-    if key not in _CLEAN:
-        _CLEAN[key] = es.train(cfg, final_eval=False).center
-    return _CLEAN[key]
 
 
 class Run:
@@ -70,7 +64,7 @@ class Run:
 def check(result, run, liar_ids):
     """Identical to the clean run; the liars are banned and said so; what was replayed is said
     and consistent with the metrics."""
-    assert np.array_equal(result.center, clean(run.cfg)), f"the run differs from the clean one; {run.logs[-20:]}"
+    assert np.array_equal(result.center, clean_center(run.cfg)), f"the run differs from the clean one; {run.logs[-20:]}"
     banned = result.summary["banned"]
     assert set(liar_ids) <= set(banned), (banned, run.logs)
     rows = result.metrics
@@ -243,7 +237,7 @@ def test_a_trusted_liar_cannot_ban_an_honest_newcomer(server):
     assert started
     assert wid(9).hex() not in result.summary["banned"], run.logs
     if wid(8).hex() in result.summary["banned"]:    # the two met on a chunk: the liar was found out
-        assert np.array_equal(result.center, clean(cfg))
+        assert np.array_equal(result.center, clean_center(cfg))
 
 
 def test_an_id_banned_while_its_held_results_are_released_has_none_used(server):
@@ -273,7 +267,7 @@ def test_an_id_banned_while_its_held_results_are_released_has_none_used(server):
     result = run.train()
     assert len(liar.calls) >= 3 and checked, (liar.calls, checked)
     assert wid(10).hex() in result.summary["banned"]
-    assert np.array_equal(result.center, clean(cfg))
+    assert np.array_equal(result.center, clean_center(cfg))
     assert not [e for e in run.ev.accepted if e[2] == wid(10).hex()]
 
 
@@ -305,7 +299,7 @@ def test_the_checkpoint_keeps_what_a_rollback_needs_across_a_resume(server, tmp_
     assert liar_id.hex() in result.summary["banned"]
     back = result.summary["rollbacks"][0]["back_to_generation"]
     assert back == min(used) < 3, result.summary
-    assert np.array_equal(result.center, clean(cfg))
+    assert np.array_equal(result.center, clean_center(cfg))
     assert np.array_equal(load_checkpoint(run_dir)[0], result.center)
 
 
