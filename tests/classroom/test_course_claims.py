@@ -127,7 +127,6 @@ def test_04s_reasons_for_sigma_and_weight_decay_are_what_its_own_run_measures():
     from pong.games import PongGames
     from pong.replay import REFERENCE
     from pong.student import POLICY, perturbations
-    from scipy.stats import rankdata
     text = " ".join(re.sub(r"^#\s?", "", line) for line in (ROOT / "source" / "04_pong.py").read_text().splitlines())
     text = " ".join(text.split())           # the markdown's words, lines joined
     run = ROOT / "solutions" / "pong-run"
@@ -139,7 +138,10 @@ def test_04s_reasons_for_sigma_and_weight_decay_are_what_its_own_run_measures():
     # the decay's pull against the ES term at generation 29
     fitness = np.array(rows[29]["returns"])
     n = len(fitness)
-    weights = (rankdata(fitness) - 1) / (n - 1) - 0.5
+    # ranks 1..n, ties sharing their average rank (scipy's rankdata, which requirements.txt lacks)
+    values, where, counts = np.unique(fitness, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - counts + (counts + 1) / 2)[where]
+    weights = (ranks - 1) / (n - 1) - 0.5
     es_term = perturbations(config["seed"], 29, n, centers.shape[1]).T.astype(np.float64) @ weights / (n * 0.05)
     share = np.linalg.norm(0.005 * centers[29]) / np.linalg.norm(es_term)
     assert round(100 * share, 2) == 0.04 and "its pull is 0.04% of the ES term's size" in text
