@@ -14,11 +14,15 @@ training step). Prints one JSON line.
   in 2 worker processes; ``*_ratio_vs_bare`` divides by the bare vector env.
 * ``in_process_*``: the same generations in this one process (one core).
 * ``bare_games_steps_per_s``: ``pong.games`` alone in this process, constant action.
+* ``keypoints*_us_per_observation_in_games``: the keypoints policy's forward pass over
+  consecutive steps of 32 real games, as training plays them: ``blas`` (each stack of 4 frames
+  summed again) against ``taps`` (per-frame sums; the memo reuses the frames of the previous
+  step). ``--conv taps`` plays a keypoints checkpoint that way in the ES generations too.
 
 The machine's load drifts, so the measurements run in ``--rounds`` interleaved rounds and each
 ratio is the median of its per-round ratios.
 
-    python benchmarks/pong.py [--checkpoint pong/agent.npz] [--rounds 3] [--generations 1]
+    python benchmarks/pong.py [--checkpoint pong/agent.npz] [--rounds 3] [--generations 1] [--conv taps]
 """
 import _common  # noqa: F401
 
@@ -92,6 +96,30 @@ def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> flo
     return (time.perf_counter() - t0) / (repeats * rows) * 1e6
 
 
+def policy_us_per_observation_in_games(policy, rows: int = 32, steps: int = 60, repeats: int = 5) -> float:
+    """Microseconds per (member, observation) over ``steps`` consecutive steps of ``rows`` real
+    games, as a game is played: a policy with a memo (keypoints, conv taps) reuses the frames of
+    the previous step; best of ``repeats``."""
+    seen = []
+
+    def choose(episodes, obs):
+        seen.append((episodes.copy(), obs.copy()))
+        return np.full(len(episodes), (len(seen) // 7) % 3)
+    PongGames(rows, downsample_batch, stack_batch).play(choose, np.arange(rows), max_steps=steps + 40)
+    seen = seen[40:40 + steps]
+    rng = np.random.default_rng(0)
+    params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
+    layers = policy.unflatten(params)
+    best = float("inf")
+    for _ in range(repeats):
+        memo = policy.new_memo() if isinstance(policy, PongKeypointsPolicy) else None
+        t0 = time.perf_counter()
+        for episodes, obs in seen:
+            policy.forward(layers, obs, memo, episodes) if memo is not None else policy.forward(layers, obs)
+        best = min(best, time.perf_counter() - t0)
+    return best / (len(seen) * rows) * 1e6
+
+
 def es_generations(evaluator, center, population: int, generations: int, start: int = 1):
     """(env steps, seconds, longest episode) of ``generations`` ES generations from ``center``."""
     strategy = OpenES(center, Adam(center.size, 0.01), population=population, sigma=0.05, seed=0)
@@ -114,12 +142,20 @@ def main():
                     help="the trained parameters to measure (default: the shipped agent)")
     ap.add_argument("--generations", type=int, default=1, help="ES generations per round and starting point")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--conv", choices=("as-trained", "taps"), default="as-trained",
+                    help="a keypoints checkpoint: play it with the sums it trained with, or per frame with the "
+                         "memo (pong.keypoints.frame_keypoints; the same parameters, rounded per frame)")
     args = ap.parse_args()
     rounds = []
     with one_blas_thread():
         problem = PongProblem(max_steps=1000)
         agent_problem, trained, _ = load_agent(args.checkpoint)
-        agent_problem = PongProblem(agent_problem.policy_spec, max_steps=1000)     # its policy, the same cap
+        spec = dict(agent_problem.policy_spec)
+        if args.conv == "taps":
+            if spec["type"] != "pong_keypoints":
+                ap.error(f"--conv taps applies to a keypoints checkpoint, not {spec['type']}")
+            spec["conv"] = "taps"
+        agent_problem = PongProblem(spec, max_steps=1000)     # its policy, the same cap
         fresh = problem.initial_params(0)
         workers = ParallelEvaluator(problem, workers=2, adaptive=False)
         agent_workers = ParallelEvaluator(agent_problem, workers=2, adaptive=False)
@@ -142,6 +178,12 @@ def main():
                              ("keypoints", PongKeypointsPolicy())):
             forward.update({f"{name}_params": policy.num_params,
                             f"{name}_us_per_observation": policy_us_per_observation(policy)})
+        # keypoints as games play them, step after step: BLAS sums over each stack of 4 frames
+        # against per-frame sums with the memo (2 keypoints on frames; 3 on frames+motion)
+        for name, args_ in (("keypoints", (2, (16,), False)), ("keypoints_motion3", (3, (16,), True))):
+            for conv in ("blas", "taps"):
+                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv)
+                forward[f"{name}_{conv}_us_per_observation_in_games"] = policy_us_per_observation_in_games(policy)
 
     def rate(r, key):
         return r[key][0] / r[key][1]
@@ -154,7 +196,7 @@ def main():
     episodes = args.generations * (args.population + 1)
     print(json.dumps({
         "benchmark": "pong", "population": args.population, "rounds": args.rounds, "checkpoint": args.checkpoint,
-        "checkpoint_policy": agent_problem.policy_spec["type"],
+        "checkpoint_policy": agent_problem.policy_spec["type"], "conv": args.conv,
         "bare_vector_steps_per_s": median(lambda r: r["bare"]),
         "bare_games_steps_per_s": median(lambda r: r["bare_games"]),
         "es_steps_per_s": median(lambda r: rate(r, "trained")),

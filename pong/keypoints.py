@@ -35,6 +35,13 @@ plus, for the few pixels near something, ``exp(logit) - exp(pull)``: the same so
 dense computation (``dense_keypoints``, which the tests compare it with) at a few hundred
 exponentials per frame instead of 1764. Sums run in float64 per (row, frame), in pixel order,
 so a member's action does not depend on which other members share its batch.
+
+**Faster still, for new runs** (``conv="taps"``, ``frame_keypoints``): the filter's response
+is summed source pixel by source pixel in a fixed order instead of by a BLAS product per row,
+whose rounding depends on how many windows the whole stack holds. A frame's keypoints then
+depend on that frame alone, and a game's next observation shares 3 of its 4 frames with the
+last one: ``KeypointMemo`` reuses them (2 with ``motion``, where the oldest frame's change is
+0), checked byte for byte, so the memo changes the time and no result.
 """
 from __future__ import annotations
 
@@ -55,7 +62,11 @@ FEATURES_PER_KEYPOINT = 5  # column, row, column speed, row speed, presence
 _COORD = np.linspace(-1.0, 1.0, SIZE)                       # col(p), row(p)
 _STEPS = np.array([-1.5, -0.5, 0.5, 1.5])                   # frame times, centred: slope = sum(t v) / 5
 _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+_DY = np.array([dy for dy, _ in _OFFSETS])
+_DX = np.array([dx for _, dx in _OFFSETS])
+_PADDED_OFFSETS = _DY * (SIZE + 2) + _DX                      # frame_keypoints' (44, 44) planes
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
+CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv)
 MAX_LOGIT = 600.0         # exp(600) ~ 1e260: float64 sums never overflow
 
 
@@ -160,6 +171,85 @@ def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     return col, row, total(e_near * busy) / z
 
 
+def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
+    """The keypoints of single frames, each from its own pixels only (``conv="taps"``):
+    ``images (m, channels, 42, 42)`` (``_frames``' integers, one frame of one row each),
+    ``filters (m, k, 9 channels)``, ``pulls (m, k, 2)`` -> (column, row, presence), each ``(m, k)``.
+
+    The same softmax as ``sparse_keypoints``, but the filter's response is summed source pixel by
+    source pixel: every pixel that differs from the field adds ``value x tap`` to the 9 pixels
+    whose window holds it (``bincount``, in a fixed order), where ``sparse_keypoints`` multiplies
+    windows by filters in BLAS, whose rounding depends on how many windows share the product
+    (the other frames of the stack). So a frame's keypoints depend on that frame and its
+    member's parameters alone, and a frame seen at the previous step need not be computed again
+    (``KeypointMemo``): 3 of 4 frames are reused with ``frames``, 2 of 4 with ``frames+motion``
+    (the oldest frame's change is 0 there)."""
+    m, c = images.shape[:2]
+    k = filters.shape[1]
+    plane, side = SIZE * SIZE, SIZE + 2
+    flat = images.reshape(-1)
+    sources = np.flatnonzero(flat)                                   # per image and channel, in pixel order
+    value = flat[sources] * (1 / 255)
+    image_channel, yx = np.divmod(sources, plane)
+    y, x = np.divmod(yx, SIZE)
+    # the 9 pixels whose window holds each source, as flat indices into zero-padded (m, 44, 44)
+    # planes: those on the padding ring are no pixel, and their sums go to a bin left out
+    target = ((image_channel // c) * side + y + 1)[:, None] * side + (x + 1)[:, None] - _PADDED_OFFSETS
+    near_mask = np.zeros(m * side * side, dtype=bool)
+    near_mask[target.ravel()] = True
+    rings = near_mask.reshape(m, side, side)
+    rings[:, [0, -1], :] = False
+    rings[:, :, [0, -1]] = False
+    near = np.flatnonzero(near_mask)                                 # per image, in pixel order
+    slot = np.empty(m * side * side, dtype=np.int64)
+    slot[target.ravel()] = len(near)
+    slot[near] = np.arange(len(near))
+    weights = value[:, None, None] * filters.transpose(0, 2, 1).reshape(m * c, TAPS, k)[image_channel]
+    conv = np.bincount((slot[target][:, :, None] * k + np.arange(k)).ravel(), weights.ravel(),
+                       minlength=(len(near) + 1) * k).reshape(len(near) + 1, k)[:-1]   # source after source
+    ni, yx = np.divmod(near, side * side)
+    yi, xi = np.divmod(yx, side)
+    yi, xi = yi - 1, xi - 1
+    pull_here = pulls[:, :, 0][ni] * _COORD[xi, None] + pulls[:, :, 1][ni] * _COORD[yi, None]
+    e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
+    e_extra = e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
+    busy = images.any(axis=1).reshape(-1)[(ni * SIZE + yi) * SIZE + xi][:, None]
+
+    ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))       # (m, k, 42)
+    er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
+    sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
+    bins = (ni * k)[:, None] + np.arange(k)
+
+    def total(w):
+        return np.bincount(bins.ravel(), w.ravel(), minlength=m * k).reshape(m, k)
+
+    z = np.maximum(sc * sr + total(e_extra), np.finfo(np.float64).tiny)
+    col = ((ec * np.arange(SIZE)).sum(axis=-1) * sr + total(e_extra * xi[:, None])) / z
+    row = (sc * (er * np.arange(SIZE)).sum(axis=-1) + total(e_extra * yi[:, None])) / z
+    return col, row, total(e_near * busy) / z
+
+
+class KeypointMemo:
+    """What a ``conv="taps"`` policy saw at the previous step of each episode of one
+    ``PongGames.play``: the observation and its frames' keypoints, by episode number. A frame is
+    reused only where the new observation's older frames are the previous one's newer frames,
+    byte for byte, so the memo changes no result, only the time (tests compare)."""
+
+    def __init__(self, keypoints: int):
+        self.k = keypoints
+        self.obs = np.zeros((0, FRAMES, SIZE, SIZE), dtype=np.uint8)
+        self.values = np.zeros((0, 3, keypoints, FRAMES))            # column, row, presence
+        self.valid = np.zeros(0, dtype=bool)
+
+    def _grow(self, n: int) -> None:
+        if n > len(self.valid):
+            n = max(n, 2 * len(self.valid))
+            pad = n - len(self.valid)
+            self.obs = np.concatenate([self.obs, np.zeros((pad, *self.obs.shape[1:]), np.uint8)])
+            self.values = np.concatenate([self.values, np.zeros((pad, *self.values.shape[1:]))])
+            self.valid = np.concatenate([self.valid, np.zeros(pad, dtype=bool)])
+
+
 def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) -> np.ndarray:
     """``(rows, k, 4)`` each -> ``(rows, 5 k)``: newest column and row (in 10-pixel units from
     the centre), their slopes over the 4 frames (pixels per step / 2) and the newest presence."""
@@ -180,15 +270,22 @@ class PongKeypointsPolicy(Policy):
     """Learned filters and pulls -> spatial soft-argmax keypoints -> their positions, speeds,
     presences and pairwise products -> an MLP -> 3 logits. See the module docstring."""
 
-    def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0):
+    def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0,
+                 conv: str = "blas"):
         """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
         ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
         what the filters saw, and a keypoint settled on the score;
-        new runs use ``PULL_SCALE`` (0.25)."""
+        new runs use ``PULL_SCALE`` (0.25). ``conv``: how the filters' responses are summed:
+        ``"blas"`` (``sparse_keypoints``, attempts 9-11) or ``"taps"`` (``frame_keypoints``, new
+        runs: the same softmax, rounded per frame, so frames seen at the previous step are reused:
+        ``KeypointMemo``)."""
         self.keypoints, self.hidden, self.motion = int(keypoints), tuple(int(h) for h in hidden), bool(motion)
         self.pull_scale = float(pull_scale)
         if not 0 < self.pull_scale <= 1:
             raise ValueError(f"pull_scale must be in (0, 1], got {pull_scale}")
+        if conv not in CONVS:
+            raise ValueError(f"conv must be one of {', '.join(CONVS)}, got {conv!r}")
+        self.conv = conv
         self.channels = 2 if self.motion else 1
         if not 1 <= self.keypoints <= 8:
             raise ValueError(f"keypoints must be in [1, 8], got {keypoints}")
@@ -205,6 +302,8 @@ class PongKeypointsPolicy(Policy):
             spec["motion"] = True
         if self.pull_scale != 1.0:
             spec["pull_scale"] = self.pull_scale
+        if self.conv != "blas":
+            spec["conv"] = self.conv
         return spec
 
     def initial_params(self, seed: int) -> np.ndarray:
@@ -226,16 +325,46 @@ class PongKeypointsPolicy(Policy):
             raise ValueError(f"expected parameters of shape (rows, {self.num_params}), got {params.shape}")
         return [(params[:, :self.num_front],)] + self.head.unflatten(params[:, self.num_front:])
 
-    def keypoints_of(self, front: np.ndarray, obs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(column, row, presence), each ``(rows, keypoints, 4)``: where each keypoint looks."""
+    def new_memo(self) -> KeypointMemo | None:
+        """A memo for one ``PongGames.play`` (``forward``'s ``memo``); None where frames cannot be
+        reused (``conv="blas"``: a frame's rounding depends on its stack)."""
+        return KeypointMemo(self.keypoints) if self.conv == "taps" else None
+
+    def keypoints_of(self, front: np.ndarray, obs, memo: KeypointMemo | None = None,
+                     keys=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(column, row, presence), each ``(rows, keypoints, 4)``: where each keypoint looks.
+        ``memo`` and ``keys`` (each row's episode number): reuse the frames row ``i`` saw at its
+        episode's previous step (``conv="taps"`` only)."""
         filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels)
         if self.pull_scale != 1.0:
             pulls = pulls * self.pull_scale
-        return sparse_keypoints(_frames(obs, self.motion), filters, pulls)
+        x = _frames(obs, self.motion)
+        if self.conv == "blas":
+            return sparse_keypoints(x, filters, pulls)
+        obs = np.asarray(obs)
+        rows = len(x)
+        values = np.empty((rows, 3, self.keypoints, FRAMES))
+        need = np.ones((rows, FRAMES), dtype=bool)
+        if memo is not None:
+            keys = np.asarray(keys, dtype=np.int64)
+            memo._grow(int(keys.max()) + 1 if rows else 0)
+            seen = memo.valid[keys] & (memo.obs[keys, 1:] == obs[:, :FRAMES - 1]).all(axis=(1, 2, 3))
+            older = np.arange(2 if self.motion else 1, FRAMES)           # the previous step's frames still valid
+            hit = np.flatnonzero(seen)
+            values[hit[:, None], :, :, older - 1] = memo.values[keys[hit]][:, :, :, older].transpose(0, 3, 1, 2)
+            need[hit[:, None], older - 1] = False
+        ri, fi = np.nonzero(need)
+        col, row, presence = frame_keypoints(x[ri, fi], filters[ri], pulls[ri])
+        values[ri, :, :, fi] = np.stack([col, row, presence], axis=1)
+        if memo is not None:
+            memo.obs[keys] = obs
+            memo.values[keys] = values
+            memo.valid[keys] = True
+        return values[:, 0], values[:, 1], values[:, 2]
 
-    def features(self, front: np.ndarray, obs) -> np.ndarray:
-        return _quadratic(keypoint_features(*self.keypoints_of(front, obs))).astype(np.float32)
+    def features(self, front: np.ndarray, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
+        return _quadratic(keypoint_features(*self.keypoints_of(front, obs, memo, keys))).astype(np.float32)
 
-    def forward(self, layers, obs) -> np.ndarray:
+    def forward(self, layers, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
         (front,), *head = layers
-        return self.head.forward(head, self.features(front, obs))
+        return self.head.forward(head, self.features(front, obs, memo, keys))

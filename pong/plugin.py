@@ -7,7 +7,7 @@ from es import registry
 from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
-from .keypoints import PULL_SCALE
+from .keypoints import CONVS, PULL_SCALE
 from .policy import make_pong_policy
 from .problem import PongProblem
 
@@ -19,7 +19,9 @@ POLICY_TYPES = ("pong_dense", "pong_conv", "pong_objects", "pong_keypoints")
 # plays full games of ALE/Pong-v5. "Solved" = the course's bar (-15).
 DEFAULTS = {"hidden": [], "population": 64, "sigma": 0.05, "learning_rate": 0.01, "weight_decay": 0.005,
             "generations": 2000, "max_steps": 1000, "solve_threshold": -15.0, "eval_seed": 0, "eval_episodes": 10,
-            "extra": {"policy": "dense", "num_envs": 32}}
+            # keypoint_conv: how a keypoints policy sums its filters' responses; new runs "taps"
+            # (pong.keypoints.frame_keypoints), runs whose config lacks it the per-row BLAS product
+            "extra": {"policy": "dense", "num_envs": 32, "keypoint_conv": "taps"}}
 
 
 def validate_spec(spec: dict) -> None:
@@ -32,9 +34,10 @@ def validate_spec(spec: dict) -> None:
     elif policy["type"] == "pong_keypoints":
         if not (int_in(policy.get("keypoints", 2), 1, MAX_KEYPOINTS) and layer_sizes_ok(policy.get("hidden", [16]))
                 and policy.get("motion", False) in (True, False)
-                and isinstance(policy.get("pull_scale", 1.0), float) and 0 < policy.get("pull_scale", 1.0) <= 1):
+                and isinstance(policy.get("pull_scale", 1.0), float) and 0 < policy.get("pull_scale", 1.0) <= 1
+                and policy.get("conv", "blas") in CONVS):
             raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}], valid hidden sizes, "
-                             "motion true or false and pull_scale a float in (0, 1]")
+                             f"motion true or false, pull_scale a float in (0, 1] and conv one of {', '.join(CONVS)}")
     elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
@@ -56,7 +59,9 @@ def make_problem(config, one_thread: bool):
     spec = {"conv": {"type": "pong_conv"}, "objects": {"type": "pong_objects", "hidden": list(config.hidden)},
             "keypoints": {"type": "pong_keypoints", "keypoints": config.extra.get("keypoints", 2),
                           "hidden": list(config.hidden), "pull_scale": PULL_SCALE,
-                          **({"motion": True} if config.extra.get("inputs") == "frames+motion" else {})}}.get(
+                          **({"motion": True} if config.extra.get("inputs") == "frames+motion" else {}),
+                          # runs started before "taps" (attempts 9-11) lack the key: their BLAS sums
+                          **({"conv": "taps"} if config.extra.get("keypoint_conv") == "taps" else {})}}.get(
         policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
@@ -76,6 +81,8 @@ def check_config(config) -> None:
             raise ESError(f"--{key} applies to --policy keypoints only")
     if config.extra.get("inputs", "frames") not in INPUTS:
         raise ESError(f"--inputs must be one of {', '.join(INPUTS)}, got {config.extra.get('inputs')!r}")
+    if config.extra.get("keypoint_conv", "blas") not in CONVS:
+        raise ESError(f"keypoint_conv must be one of {', '.join(CONVS)}, got {config.extra.get('keypoint_conv')!r}")
     n = config.extra.get("num_envs", 32)
     if not int_in(n, 1, MAX_NUM_ENVS):
         raise ESError(f"--num-envs must be an integer in [1, {MAX_NUM_ENVS}], got {n}")

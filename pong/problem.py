@@ -17,6 +17,7 @@ from es.interfaces import Problem
 
 from .env import downsample_batch, make_pong, stack_batch
 from .games import PongGames, play_random
+from .keypoints import PongKeypointsPolicy
 from .policy import make_pong_policy
 
 
@@ -92,8 +93,12 @@ class PongProblem(Problem):
         layers_all = self.policy.unflatten(np.asarray(params, dtype=np.float32))
         rows = np.asarray(rows, dtype=np.int64)
 
+        memo = self.policy.new_memo() if isinstance(self.policy, PongKeypointsPolicy) else None
+
         def choose(episodes, obs):
             layers = [tuple(a[rows[episodes]] for a in layer) for layer in layers_all]
+            if memo is not None:          # frames seen at the previous step: reused, same bits
+                return self.policy.forward(layers, obs, memo, episodes)
             return self.policy.forward(layers, obs)
 
         return self._games.play(choose, seeds, max_steps)

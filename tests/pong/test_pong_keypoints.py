@@ -10,7 +10,7 @@ import pytest
 import es
 from es.errors import ESError
 from pong.keypoints import (FEATURES_PER_KEYPOINT, PongKeypointsPolicy, _frames, _unpack, dense_keypoints,
-                            sparse_keypoints)
+                            frame_keypoints, sparse_keypoints)
 from pong.plugin import validate_spec
 from pong.policy import BACKGROUND, make_pong_policy
 
@@ -168,15 +168,83 @@ def test_new_runs_scale_the_pulls_and_an_old_spec_keeps_its_own():
     from pong.plugin import make_problem
     problem = make_problem(es.config_for("pong", hidden=[16], extra={"policy": "keypoints", "inputs": "frames+motion"}), True)
     assert problem.policy_spec == {"type": "pong_keypoints", "keypoints": 2, "hidden": [16], "pull_scale": 0.25,
-                                   "motion": True}
+                                   "motion": True, "conv": "taps"}
     assert make_pong_policy({"type": "pong_keypoints"}).pull_scale == 1.0
 
 
-def test_training_is_bit_identical_on_one_process_and_on_two_workers():
+def test_a_run_started_before_taps_resumes_with_its_own_sums():
+    """Attempts 10 and 11's configs lack keypoint_conv: resumed, they keep the BLAS sums they
+    trained with; a new run's config says taps."""
+    from pong.plugin import make_problem
+    assert es.config_for("pong", extra={"policy": "keypoints"}).extra["keypoint_conv"] == "taps"
+    old = es.config_for("pong", hidden=[16], extra={"policy": "keypoints"})
+    del old.extra["keypoint_conv"]
+    problem = make_problem(old, True)
+    assert "conv" not in problem.policy_spec and problem.policy.conv == "blas"
+    assert problem.policy.new_memo() is None
+    with pytest.raises(ESError, match="keypoint_conv"):
+        es.config_for("pong", extra={"policy": "keypoints", "keypoint_conv": "fft"})
+    with pytest.raises(ValueError):
+        validate_spec({"policy": {"type": "pong_keypoints", "conv": "fft"}})
+
+
+@pytest.mark.parametrize("motion", [False, True])
+def test_per_frame_sums_equal_the_dense_softmax_and_depend_on_their_frame_alone(motion):
+    """``frame_keypoints`` (conv taps): the dense softmax's values, and each frame's keypoints
+    bit for bit the same whatever other frames share its batch (BLAS's sums are not: a
+    frame's rounding there depends on how many windows its stack holds)."""
+    rng = np.random.default_rng(1)
+    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
+    obs[0, :3] = 0
+    policy = PongKeypointsPolicy(3, motion=motion, conv="taps")
+    filters, pulls = random_front(policy, len(obs), rng)
+    x = _frames(obs, motion)
+    r, f = np.nonzero(np.ones(x.shape[:2], dtype=bool))
+    together = frame_keypoints(x[r, f], filters[r], pulls[r])
+    for got, want in zip(together, dense_keypoints(x, filters, pulls)):
+        assert np.allclose(got.reshape(len(obs), 4, 3).transpose(0, 2, 1), want, rtol=1e-9, atol=1e-9)
+    for i in rng.choice(len(r), 25, replace=False):
+        alone = frame_keypoints(x[r[i:i + 1], f[i:i + 1]], filters[r[i:i + 1]], pulls[r[i:i + 1]])
+        assert all(np.array_equal(a[0], t[i]) for a, t in zip(alone, together)), i
+
+
+@pytest.mark.parametrize("motion", [False, True])
+def test_the_memo_reuses_frames_without_changing_a_bit(motion):
+    """Games played with the memo (frames of the previous step reused) and without it: the
+    same features at every step, the same scores; slots reused by new episodes included."""
+    from pong.problem import PongProblem
+    problem = PongProblem({"type": "pong_keypoints", "keypoints": 3, "hidden": [8], "pull_scale": 0.25,
+                           "motion": motion, "conv": "taps"}, max_steps=150, num_envs=3)
+    policy = problem.policy
+    params = (policy.initial_params(0)[None] + 0.1 * np.random.default_rng(3).standard_normal((4, policy.num_params)))
+    layers_all = policy.unflatten(params.astype(np.float32))
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    seen = {}
+    for memo in (None, policy.new_memo()):
+        features = []
+
+        def choose(episodes, obs):
+            layers = [tuple(a[episodes % 4] for a in layer) for layer in layers_all]
+            f = policy.features(layers[0][0], obs, memo, episodes)
+            features.append(f)
+            return policy.head.forward(layers[1:], f)
+        scores = PongGames(3, downsample_batch, stack_batch).play(choose, np.arange(7), max_steps=150)
+        seen[memo is None] = (np.concatenate(features), scores)
+    assert np.array_equal(seen[True][0], seen[False][0]) and len(seen[True][0]) > 900
+    assert all(np.array_equal(a, b) for a, b in zip(seen[True][1], seen[False][1]))
+    # and the problem itself plays with the memo: its scores are the memo-less ones
+    ret, length = problem.run_episodes(params.astype(np.float32), np.arange(7) % 4, np.arange(7))
+    assert np.array_equal(ret, seen[True][1][0] + 0) and np.array_equal(length, seen[True][1][1])
+
+
+@pytest.mark.parametrize("conv", ["blas", "taps"])
+def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv):
     runs = []
     for workers in (1, 2):
         cfg = es.config_for("pong", seed=4, generations=2, population=8, max_steps=120, workers=workers,
-                            hidden=[8], extra={"policy": "keypoints", "keypoints": 2, "num_envs": 4},
+                            hidden=[8], extra={"policy": "keypoints", "keypoints": 2, "num_envs": 4,
+                                               "keypoint_conv": conv},
                             reward_goal=1e9, sigma=0.1)
         runs.append(es.train(cfg, final_eval=False))
     assert np.array_equal(runs[0].center, runs[1].center)
