@@ -69,7 +69,8 @@ def figure(policy, params, obs, kp, objects, out: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from pong.keypoints import _unpack
-    filters, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], policy.keypoints)
+    filters, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], policy.keypoints,
+                             policy.channels)
     k = policy.keypoints
     col, row, presence = kp
     f = dict(zip(OBJECT_NAMES, objects.T))
@@ -79,8 +80,11 @@ def figure(policy, params, obs, kp, objects, out: Path):
     for i in range(k):
         ax = fig.add_subplot(grid[0, i])
         lim = np.abs(filters[0, i]).max()
-        ax.imshow(filters[0, i].reshape(3, 3), cmap="RdBu_r", vmin=-lim, vmax=lim)
-        ax.set_title(f"keypoint {i}: filter\npull col {pulls[0, i, 0]:+.2f}, row {pulls[0, i, 1]:+.2f}",
+        # one 3x3 block per channel, side by side: the frame, then (motion) its change
+        ax.imshow(np.hstack(filters[0, i].reshape(policy.channels, 3, 3)), cmap="RdBu_r", vmin=-lim, vmax=lim)
+        scale = policy.pull_scale
+        ax.set_title(f"keypoint {i}: filter{' (frame | change)' if policy.channels > 1 else ''}\n"
+                     f"pull col {scale * pulls[0, i, 0]:+.2f}, row {scale * pulls[0, i, 1]:+.2f}",
                      fontsize=9, color=colors[i])
         ax.set_xticks([]), ax.set_yticks([])
     t = int(np.argmax(f["ball_seen"][200:] > 0)) + 200 if len(obs) > 200 else len(obs) - 1
