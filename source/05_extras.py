@@ -228,6 +228,7 @@ else:
 # height (correlation 0.99 over 1,500 steps of game 5; the opponent's paddle follows the ball
 # too). Neither keypoint follows the ball along the field (column correlations -0.02 and
 # -0.05): the policy knows how high the ball is, not how far away, so it cannot yet compute
-# where the ball will cross its column, which is what winning takes (`pong/README.md` in the
-# course's repository, "What a policy must compute": hand-written controllers that follow the
-# ball's height lose, one that aims at the crossing point wins, over 4 to 8 games each).
+# where the ball will cross its column, which is what winning takes (the record of the course's
+# Pong attempts, in its repository rather than in this kit, section "What a policy must
+# compute": hand-written controllers that follow the ball's height lose, one that aims at the
+# crossing point wins, over 4 to 8 games each).
