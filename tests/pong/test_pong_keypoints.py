@@ -208,6 +208,7 @@ def test_per_frame_sums_equal_the_dense_softmax_and_depend_on_their_frame_alone(
         assert all(np.array_equal(a[0], t[i]) for a, t in zip(alone, together)), i
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("motion", [False, True])
 def test_the_memo_reuses_frames_without_changing_a_bit(motion):
     """Games played with the memo (frames of the previous step reused) and without it: the
@@ -238,6 +239,7 @@ def test_the_memo_reuses_frames_without_changing_a_bit(motion):
     assert np.array_equal(ret, seen[True][1][0] + 0) and np.array_equal(length, seen[True][1][1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("conv", ["blas", "taps"])
 def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv):
     runs = []
