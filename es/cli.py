@@ -41,8 +41,28 @@ def _flag_options():
 
 
 def _env_flags() -> dict:
-    """``{flag: (environment, EnvFlag)}``: the train flags environments add (Pong: --policy, ...)."""
-    return {f.flag: (name, f) for name, entry in registry.envs().items() for f in entry.flags}
+    """``{flag: (environments, EnvFlag)}``: the train flags environments add (Pong: --policy, ...).
+    A flag that several environments add (``--policy``: Pong's and locomotion's) is one argument
+    that takes any of their choices, its help naming each; each environment's ``check_config``
+    judges the value (before, the environment registered last took the flag over, and which one
+    that was depended on the order the plug-ins were found in)."""
+    rows: dict[str, list] = {}
+    for name, entry in registry.envs().items():
+        for f in entry.flags:
+            rows.setdefault(f.flag, []).append((name, f))
+    out = {}
+    for flag, pairs in rows.items():
+        first = pairs[0][1]
+        if any((f.key, f.type) != (first.key, first.type) for _, f in pairs):
+            raise ESError(f"{flag} means different settings to {', '.join(n for n, _ in pairs)}")
+        helps: dict[str, list] = {}              # one help text, the environments that give it
+        for name, f in pairs:
+            helps.setdefault(f.help, []).append(name)
+        text = "; ".join(f"{', '.join(names)}: {h}" for h, names in helps.items())
+        choices = () if any(not f.choices for _, f in pairs) else tuple(dict.fromkeys(c for _, f in pairs
+                                                                                     for c in f.choices))
+        out[flag] = (tuple(n for n, _ in pairs), registry.EnvFlag(flag, first.key, text, first.type, choices))
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,9 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar=None if o.choices else {int: "N", float: "X"}.get(o.flag_type, "VALUE"))
     t.add_argument("--hidden", type=_hidden, default=None, help="hidden layer sizes, e.g. 16,16; '' = linear policy [16]")
     t.add_argument("--no-antithetic", action="store_true", help="plain instead of mirrored sampling")
-    for env, f in _env_flags().values():
+    for envs, f in _env_flags().values():
         t.add_argument(f.flag, dest=f"extra_{f.key}", type=f.type, choices=f.choices or None, default=None,
-                       help=f"{env}: {f.help}", metavar=None if f.choices else {int: "N", float: "X"}.get(f.type, "VALUE"))
+                       help=f.help, metavar=None if f.choices else {int: "N", float: "X"}.get(f.type, "VALUE"))
     t.add_argument("--out", type=Path, default=None, help="run directory (default runs/<env>-seed<S>-<time>)")
     t.add_argument("--resume", type=Path, default=None, metavar="DIR", help="continue the run in DIR")
     t.add_argument("--init", type=Path, default=None, metavar="CHECKPOINT",
@@ -150,9 +170,10 @@ def cmd_train(args) -> int:
             raise ESError("name an environment (e.g. python -m es train cartpole) or --resume a run directory")
         extra = {key: value for key, (_, _, value) in chosen.items()}
         config = config_for(args.env, **given, extra=extra, init=str(args.init) if args.init is not None else None)
-        for flag, env, _ in chosen.values():
-            if registry.env(config.env) is not registry.env(env):
-                raise ESError(f"{flag} is a {env} setting; {config.env} has no such setting")
+        for flag, envs, _ in chosen.values():
+            if not any(registry.env(config.env) is registry.env(env) for env in envs):
+                names = envs[0] if len(envs) == 1 else f"{', '.join(envs[:-1])} and {envs[-1]}"
+                raise ESError(f"{flag} is a {names} setting; {config.env} has no such setting")
         run_dir = args.out or Path("runs") / f"{config.env}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"run directory: {run_dir}", file=sys.stderr)
     if args.redis is not None and args.dask is not None:

@@ -190,3 +190,19 @@ def test_init_errors(tmp_path, capsys):
     code, _, err = run_main(capsys, "train", "cartpole", "--init", str(tmp_path / "nothing.npz"),
                             "--out", str(tmp_path / "d"))
     assert_one_line_error(code, err, "checkpoint not found")
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_flag_two_environments_add_takes_either_ones_choices_whatever_order_they_load_in(monkeypatch, order):
+    """Pong and the locomotion tasks both add --policy. It used to be whichever registered last,
+    which depended on how the plug-ins were found: `train pong --policy dense` failed in a
+    benchmark's subprocess. Now one argument takes both sets of choices, each environment judges
+    its own."""
+    from es import cli, registry
+    envs = dict(list(registry.envs().items())[::order])
+    monkeypatch.setattr(registry, "envs", lambda: envs)
+    parser = cli.build_parser()
+    assert parser.parse_args(["train", "pong", "--policy", "keypoints"]).extra_policy == "keypoints"
+    assert parser.parse_args(["train", "halfcheetah", "--policy", "mlp"]).extra_policy == "mlp"
+    assert cli.main(["train", "pong", "--policy", "linear", "--generations", "1"]) == 2
+    assert cli.main(["train", "cartpole", "--policy", "dense", "--generations", "1"]) == 2
