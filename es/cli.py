@@ -25,7 +25,8 @@ from .training import load_run_config, make_problem_for, train
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse's own status for usage errors)
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        broken = "".join(f"; {e}" for e in registry.load_errors())   # e.g. a pong.py in the folder shadows pong/
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help){broken}\n")
 
 
 def _hidden(text: str) -> list[int]:

@@ -125,6 +125,12 @@ def commands() -> dict[str, Command]:
     return dict(_COMMANDS)
 
 
+def load_errors() -> list[str]:
+    """The plug-ins that failed to load, one sentence each (a usage error names them: a flag an
+    unloaded plug-in adds looks like a typo otherwise)."""
+    return list(_errors)
+
+
 def _hint() -> str:
     if _errors:
         return "; " + "; ".join(_errors)

@@ -194,10 +194,9 @@ def test_init_errors(tmp_path, capsys):
 
 @pytest.mark.parametrize("order", [1, -1])
 def test_a_flag_two_environments_add_takes_either_ones_choices_whatever_order_they_load_in(monkeypatch, order):
-    """Pong and the locomotion tasks both add --policy. It used to be whichever registered last,
-    which depended on how the plug-ins were found: `train pong --policy dense` failed in a
-    benchmark's subprocess. Now one argument takes both sets of choices, each environment judges
-    its own."""
+    """Pong and the locomotion tasks both add --policy. It used to be whichever registered last
+    (pong, by the entry points' order), so another order would have broken the other's flag. Now
+    one argument takes both sets of choices, each environment judges its own."""
     from es import cli, registry
     envs = dict(list(registry.envs().items())[::order])
     monkeypatch.setattr(registry, "envs", lambda: envs)
@@ -206,3 +205,14 @@ def test_a_flag_two_environments_add_takes_either_ones_choices_whatever_order_th
     assert parser.parse_args(["train", "halfcheetah", "--policy", "mlp"]).extra_policy == "mlp"
     assert cli.main(["train", "pong", "--policy", "linear", "--generations", "1"]) == 2
     assert cli.main(["train", "cartpole", "--policy", "dense", "--generations", "1"]) == 2
+
+
+def test_a_usage_error_names_a_plug_in_that_failed_to_load(tmp_path):
+    """Run from a folder holding a pong.py (benchmarks/), `python -m es` imports that file for
+    the pong plug-in, which then fails to load: `--policy dense` used to read as a typo (only
+    locomotion's choices were left). The error now says why."""
+    (tmp_path / "pong.py").write_text("x = 1\n")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "es", "train", "pong", "--policy", "dense"], cwd=tmp_path,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert out.returncode == 2 and "plug-in pong (pong.plugin:register) failed to load" in out.stderr, out.stderr
