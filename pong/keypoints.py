@@ -112,6 +112,23 @@ def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     return (e * cols).sum(axis=-1) / z, (e * rows).sum(axis=-1) / z, presence
 
 
+def _near_exponentials(conv, pulls, at, xi, yi):
+    """``exp(logit)`` at the pixels near something, and its excess over the empty field's
+    ``exp(pull)`` there: ``conv (n, k)``, the pulls of each pixel's row or image ``pulls[at]``."""
+    pull_here = pulls[at, :, 0] * _COORD[xi, None] + pulls[at, :, 1] * _COORD[yi, None]
+    e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
+    return e_near, e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
+
+
+def _empty_field(pulls):
+    """The softmax's sums over an empty field, separable: per (row, keypoint) the normaliser and
+    the column- and row-weighted sums, ``(rows, k)`` each."""
+    ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (rows, k, 42)
+    er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
+    sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
+    return sc * sr, (ec * np.arange(SIZE)).sum(axis=-1) * sr, sc * (er * np.arange(SIZE)).sum(axis=-1)
+
+
 def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     """The same as ``dense_keypoints``, computed from the separable sums over the empty field
     plus corrections at the pixels whose 3x3 neighbourhood holds something (see the module's
@@ -145,18 +162,9 @@ def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     bounds = np.searchsorted(ri, np.arange(r + 1))                   # near pixels are grouped by row
     for i in range(r):                                                # one (n_i, 9 c) x (9 c, k) product per row
         conv[bounds[i]:bounds[i + 1]] = patch[bounds[i]:bounds[i + 1]] @ filters[i].T
-    pull_here = pulls[ri, :, 0] * _COORD[xi, None] + pulls[ri, :, 1] * _COORD[yi, None]
-    e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
-    e_extra = e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
+    e_near, e_extra = _near_exponentials(conv, pulls, ri, xi, yi)
     busy = busy_px[near][:, None]
-
-    # the empty field, separable: per (row, keypoint) over columns and over rows
-    ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (r, k, 42)
-    er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
-    sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
-    base_z = sc * sr
-    base_col = (ec * np.arange(SIZE)).sum(axis=-1) * sr
-    base_row = sc * (er * np.arange(SIZE)).sum(axis=-1)
+    base_z, base_col, base_row = _empty_field(pulls)
 
     bins = ((ri * FRAMES + fi) * k)[:, None] + np.arange(k)           # (row, frame, keypoint) of each value
     size = r * FRAMES * k
@@ -210,22 +218,17 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     ni, yx = np.divmod(near, side * side)
     yi, xi = np.divmod(yx, side)
     yi, xi = yi - 1, xi - 1
-    pull_here = pulls[:, :, 0][ni] * _COORD[xi, None] + pulls[:, :, 1][ni] * _COORD[yi, None]
-    e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
-    e_extra = e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
+    e_near, e_extra = _near_exponentials(conv, pulls, ni, xi, yi)
     busy = images.any(axis=1).reshape(-1)[(ni * SIZE + yi) * SIZE + xi][:, None]
-
-    ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))       # (m, k, 42)
-    er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
-    sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
+    base_z, base_col, base_row = _empty_field(pulls)
     bins = (ni * k)[:, None] + np.arange(k)
 
     def total(w):
         return np.bincount(bins.ravel(), w.ravel(), minlength=m * k).reshape(m, k)
 
-    z = np.maximum(sc * sr + total(e_extra), np.finfo(np.float64).tiny)
-    col = ((ec * np.arange(SIZE)).sum(axis=-1) * sr + total(e_extra * xi[:, None])) / z
-    row = (sc * (er * np.arange(SIZE)).sum(axis=-1) + total(e_extra * yi[:, None])) / z
+    z = np.maximum(base_z + total(e_extra), np.finfo(np.float64).tiny)
+    col = (base_col + total(e_extra * xi[:, None])) / z
+    row = (base_row + total(e_extra * yi[:, None])) / z
     return col, row, total(e_near * busy) / z
 
 
