@@ -141,18 +141,12 @@ def test_a_worker_that_lies_one_time_in_ten(server):
 
 
 @pytest.mark.slow
-def test_honest_first_then_every_member(server):
-    liar = honest_first(every_member)
-    run = Run(server, cfg_for(), liars=[(wid(2), liar)])
-    check(run.train(), run, [wid(2).hex()])
-    assert len(liar.calls) >= 2
-
-
-@pytest.mark.slow
-def test_honest_first_then_one_member_per_chunk(server):
-    liar = honest_first(one_member)
-    run = Run(server, cfg_for(), liars=[(wid(3), liar)])
-    check(run.train(), run, [wid(3).hex()])
+@pytest.mark.parametrize("lie, number", [(every_member, 2), (one_member, 3)],
+                         ids=["every_member", "one_member_per_chunk"])
+def test_honest_first_then(server, lie, number):
+    liar = honest_first(lie)
+    run = Run(server, cfg_for(), liars=[(wid(number), liar)])
+    check(run.train(), run, [wid(number).hex()])
     assert len(liar.calls) >= 2
 
 
