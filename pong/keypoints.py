@@ -239,7 +239,6 @@ class KeypointMemo:
     byte for byte, so the memo changes no result, only the time (tests compare)."""
 
     def __init__(self, keypoints: int):
-        self.k = keypoints
         self.obs = np.zeros((0, FRAMES, SIZE, SIZE), dtype=np.uint8)
         self.values = np.zeros((0, 3, keypoints, FRAMES))            # column, row, presence
         self.valid = np.zeros(0, dtype=bool)

@@ -15,6 +15,7 @@ import os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import numpy as np
 from es.play import load_agent
+from pong.keypoints import PongKeypointsPolicy
 from pong.games import PongGames
 from pong.env import downsample_batch, stack_batch
 for ck in sys.argv[1:]:
@@ -31,9 +32,9 @@ for ck in sys.argv[1:]:
     tiled = lambda v: pol.unflatten(np.repeat(v[None], T, 0))
     L0 = tiled(params)
     base_a = pol.forward(L0, obs)
-    base_kp = pol.keypoints_of(L0[0][0], obs) if hasattr(pol, 'keypoints_of') else None
+    base_kp = pol.keypoints_of(L0[0][0], obs) if isinstance(pol, PongKeypointsPolicy) else None
     rng = np.random.default_rng(0)
-    nf = getattr(pol, 'num_front', 0)
+    nf = pol.num_front if isinstance(pol, PongKeypointsPolicy) else 0
     out = {}
     for part, sl in (("front", slice(0, nf)), ("head", slice(nf, None))):
         acts, moves = [], []
