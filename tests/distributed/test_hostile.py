@@ -498,8 +498,11 @@ def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(
 
 @pytest.mark.slow
 def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
-    """With a spot check in every chunk, the first lie is caught and never enters an update;
-    the run equals the single-process run."""
+    """Each member replayed with probability 1/4 (``--catch-within 24``): a chunk of 32 members
+    that all lie escapes with 0.75^32 = 1e-4, so the first lie is caught and never enters an
+    update; the run equals the single-process run. (With ``spot_checks=8``, 8 members of 256 a
+    generation, a lying chunk escaped with (1 - 1/32)^32 = 0.36 once its id had 8 verified
+    results, and a late lie could end the run uncaught: this test failed about 1 run in 10.)"""
     rng = np.random.default_rng(7)
     lies = []
 
@@ -509,7 +512,8 @@ def test_a_worker_that_lies_on_one_result_in_ten_is_caught(server):
             lies.append((job["g"], P.job_id(job), hashlib.sha256(returns.tobytes()).hexdigest()[:16]))
         return returns, lengths, center
     cfg = small(population=256, generations=6)
-    c = Cluster(server, cfg, workers=1, liars=[liar], spot_checks=CHUNKS)
+    c = Cluster(server, cfg, workers=1, liars=[liar], catch_within=24)
+    assert abs(c.ev.verify.rate - 0.25) < 1e-3
     result = c.train()
     assert lies, "the liar never lied"
     assert_identical(result, cfg)
