@@ -67,6 +67,10 @@ _DX = np.array([dx for _, dx in _OFFSETS])
 _PADDED_OFFSETS = _DY * (SIZE + 2) + _DX                      # frame_keypoints' (44, 44) planes
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
 CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv)
+PULLS = ("linear", "windows")  # where each keypoint may look (PongKeypointsPolicy's pull)
+WINDOW_DEPTH = 0.1        # windows: the column logit falls by SHARPNESS x 0.1 x d**4 / 2 at d half-widths from
+                          # the window's centre: 0.1 at 0.5, 2 at 1 (its edge), 10 at 1.5, 32 at 2; the ball
+                          # stands 10 above the empty field, a paddle 8: flat inside, steep outside
 MAX_LOGIT = 600.0         # exp(600) ~ 1e260: float64 sums never overflow
 
 
@@ -84,17 +88,19 @@ def _frames(obs, motion: bool = False) -> np.ndarray:
     return np.stack([diff, change], axis=2)
 
 
-def _unpack(front: np.ndarray, k: int, channels: int = 1):
-    """``(rows, k * (9 channels + 2))`` -> filters ``(rows, k, 9 channels)`` (channel after
-    channel), pulls ``(rows, k, 2)`` (column, row)."""
+def _unpack(front: np.ndarray, k: int, channels: int = 1, pull_params: int = 2):
+    """``(rows, k * (9 channels + pull_params))`` -> filters ``(rows, k, 9 channels)`` (channel
+    after channel), pulls ``(rows, k, pull_params)`` (linear: column, row; windows: centre,
+    log-width, row)."""
     taps = TAPS * channels
-    front = front.reshape(len(front), k, taps + 2).astype(np.float64)
+    front = front.reshape(len(front), k, taps + pull_params).astype(np.float64)
     return front[:, :, :taps], front[:, :, taps:]
 
 
 def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     """The reference: the softmax over every pixel. ``x (rows, 4, channels, 42, 42)`` (``_frames``:
-    integers), ``filters (rows, k, 9 channels)``, ``pulls (rows, k, 2)`` -> (column, row,
+    integers), ``filters (rows, k, 9 channels)``, ``pulls (rows, k, 2)`` (or a windows policy's
+    ``window_tables``, ``(rows, k, 2, 42)``) -> (column, row,
     presence), each ``(rows, k, 4)``; column and row in pixels."""
     r, c = len(x), x.shape[2]
     x = np.asarray(x, dtype=np.float64) / 255
@@ -102,7 +108,10 @@ def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     shifts = np.stack([padded[..., 1 + dy:1 + dy + SIZE, 1 + dx:1 + dx + SIZE] for dy, dx in _OFFSETS], axis=-1)
     shifts = shifts.transpose(0, 1, 3, 4, 2, 5).reshape(r, FRAMES, SIZE, SIZE, c * TAPS)
     conv = np.einsum("rfyxj,rkj->rkfyx", shifts, filters)
-    pull = pulls[:, :, 0, None, None] * _COORD[None, None, None, :] + pulls[:, :, 1, None, None] * _COORD[None, None, :, None]
+    if pulls.ndim == 4:                                      # windows: column and row logit tables
+        pull = pulls[:, :, 0, None, :] + pulls[:, :, 1, :, None]
+    else:
+        pull = pulls[:, :, 0, None, None] * _COORD[None, None, None, :] + pulls[:, :, 1, None, None] * _COORD[None, None, :, None]
     logits = np.minimum(SHARPNESS * (conv + pull[:, :, None]), MAX_LOGIT)
     e = np.exp(logits).reshape(r, -1, FRAMES, SIZE * SIZE)
     z = e.sum(axis=-1)
@@ -114,8 +123,12 @@ def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
 
 def _near_exponentials(conv, pulls, at, xi, yi):
     """``exp(logit)`` at the pixels near something, and its excess over the empty field's
-    ``exp(pull)`` there: ``conv (n, k)``, the pulls of each pixel's row or image ``pulls[at]``."""
-    pull_here = pulls[at, :, 0] * _COORD[xi, None] + pulls[at, :, 1] * _COORD[yi, None]
+    ``exp(pull)`` there: ``conv (n, k)``, the pulls of each pixel's row or image ``pulls[at]``:
+    linear ``(rows, k, 2)`` or tables of column and row logits ``(rows, k, 2, 42)``."""
+    if pulls.ndim == 4:
+        pull_here = pulls[at, :, 0, xi] + pulls[at, :, 1, yi]
+    else:
+        pull_here = pulls[at, :, 0] * _COORD[xi, None] + pulls[at, :, 1] * _COORD[yi, None]
     e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
     return e_near, e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
 
@@ -123,8 +136,12 @@ def _near_exponentials(conv, pulls, at, xi, yi):
 def _empty_field(pulls):
     """The softmax's sums over an empty field, separable: per (row, keypoint) the normaliser and
     the column- and row-weighted sums, ``(rows, k)`` each."""
-    ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (rows, k, 42)
-    er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
+    if pulls.ndim == 4:                                                              # windows: tables
+        ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0], MAX_LOGIT))
+        er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1], MAX_LOGIT))
+    else:
+        ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (rows, k, 42)
+        er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
     sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
     return sc * sr, (ec * np.arange(SIZE)).sum(axis=-1) * sr, sc * (er * np.arange(SIZE)).sum(axis=-1)
 
@@ -252,6 +269,21 @@ class KeypointMemo:
             self.valid = np.concatenate([self.valid, np.zeros(pad, dtype=bool)])
 
 
+def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
+    """A windows policy's pull parameters ``(rows, k, 3)`` -> its column and row logits (before
+    ``SHARPNESS``), ``(rows, k, 2, 42)``. Keypoint ``i`` of ``k`` looks through a Gaussian window
+    along the columns, centred at ``scale x p0`` (in [-1, 1]) with half-width
+    ``exp(scale x p1) / k``, and pulls along the rows by ``scale x p2``, as a linear policy does.
+    The window is flat inside and steep outside (a 4th power, not a Gaussian's square: with a
+    square, a keypoint whose filter responds strongly saw a ball two half-widths away as well as
+    one at its centre). Still separable in column and row, so the empty field's sums stay cheap."""
+    k = pulls.shape[1]
+    centre, width = scale * pulls[:, :, 0, None], np.exp(scale * pulls[:, :, 1, None]) / k
+    columns = -0.5 * WINDOW_DEPTH * ((_COORD - centre) / width) ** 4
+    rows = scale * pulls[:, :, 2, None] * _COORD
+    return np.stack([columns, rows], axis=2)
+
+
 def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) -> np.ndarray:
     """``(rows, k, 4)`` each -> ``(rows, 5 k)``: newest column and row (in 10-pixel units from
     the centre), their slopes over the 4 frames (pixels per step / 2) and the newest presence."""
@@ -273,14 +305,23 @@ class PongKeypointsPolicy(Policy):
     presences and pairwise products -> an MLP -> 3 logits. See the module docstring."""
 
     def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0,
-                 conv: str = "blas"):
+                 conv: str = "blas", pull: str = "linear"):
         """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
         ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
         what the filters saw, and a keypoint settled on the score;
         new runs use ``PULL_SCALE`` (0.25). ``conv``: how the filters' responses are summed:
         ``"blas"`` (``sparse_keypoints``, attempts 9-11) or ``"taps"`` (``frame_keypoints``, new
         runs: the same softmax, rounded per frame, so frames seen at the previous step are reused:
-        ``KeypointMemo``)."""
+        ``KeypointMemo``). ``pull``: ``"linear"`` (a learned pull along the columns and the rows)
+        or ``"windows"`` (each keypoint a learned Gaussian window along the columns, the ``k``
+        windows tiling the field evenly at first, and a linear pull along the rows:
+        ``window_tables``; ``conv="taps"`` only)."""
+        if pull not in PULLS:
+            raise ValueError(f"pull must be one of {', '.join(PULLS)}, got {pull!r}")
+        if pull == "windows" and conv != "taps":
+            raise ValueError('pull="windows" needs conv="taps"')
+        self.pull = pull
+        self.pull_params = 3 if pull == "windows" else 2
         self.keypoints, self.hidden, self.motion = int(keypoints), tuple(int(h) for h in hidden), bool(motion)
         self.pull_scale = float(pull_scale)
         if not 0 < self.pull_scale <= 1:
@@ -293,7 +334,7 @@ class PongKeypointsPolicy(Policy):
             raise ValueError(f"keypoints must be in [1, 8], got {keypoints}")
         f = FEATURES_PER_KEYPOINT * self.keypoints
         self.num_features = f + f * (f + 1) // 2
-        self.num_front = self.keypoints * (TAPS * self.channels + 2)
+        self.num_front = self.keypoints * (TAPS * self.channels + self.pull_params)
         self.head = MLPPolicy(self.num_features, N_ACTIONS, self.hidden)
         self.num_params = self.num_front + self.head.num_params
         self.discrete = True
@@ -306,6 +347,8 @@ class PongKeypointsPolicy(Policy):
             spec["pull_scale"] = self.pull_scale
         if self.conv != "blas":
             spec["conv"] = self.conv
+        if self.pull != "linear":
+            spec["pull"] = self.pull
         return spec
 
     def initial_params(self, seed: int) -> np.ndarray:
@@ -313,11 +356,18 @@ class PongKeypointsPolicy(Policy):
         whatever differs most from the empty field", or with ``motion``, keypoint ``i`` on
         channel ``i mod 2`` ("... from the previous frame" for odd ``i``); pulls N(0, 0.05); the
         head as ``MLPPolicy`` (its last layer x 0.01: the first policy is nearly indifferent).
+        With ``pull="windows"``: the identity filters alone and windows tiling the columns evenly
+        (``window_tables``), the same for every seed; only the head is random.
         One generator from ``seed``, front first."""
         rng = rng_for(seed, INIT)
         filters = rng.standard_normal((self.keypoints, TAPS * self.channels)) * 0.3
         filters[np.arange(self.keypoints), (np.arange(self.keypoints) % self.channels) * TAPS + TAPS // 2] += 1.0
         pulls = rng.standard_normal((self.keypoints, 2)) * 0.05
+        if self.pull == "windows":   # centres tiling [-1, 1] evenly, half-width 1/k, no row pull; and the
+            # identity filter alone: random taps made some windows blind and others see far past their edge
+            filters = np.eye(TAPS * self.channels)[(np.arange(self.keypoints) % self.channels) * TAPS + TAPS // 2]
+            centres = -1 + (2 * np.arange(self.keypoints) + 1) / self.keypoints
+            pulls = np.stack([centres / self.pull_scale, np.zeros(self.keypoints), np.zeros(self.keypoints)], axis=1)
         front = np.concatenate([filters, pulls], axis=1).ravel()
         return np.concatenate([front, self.head.initial_params(seed)]).astype(np.float32)
 
@@ -337,8 +387,10 @@ class PongKeypointsPolicy(Policy):
         """(column, row, presence), each ``(rows, keypoints, 4)``: where each keypoint looks.
         ``memo`` and ``keys`` (each row's episode number): reuse the frames row ``i`` saw at its
         episode's previous step (``conv="taps"`` only)."""
-        filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels)
-        if self.pull_scale != 1.0:
+        filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels, self.pull_params)
+        if self.pull == "windows":
+            pulls = window_tables(pulls, self.pull_scale)
+        elif self.pull_scale != 1.0:
             pulls = pulls * self.pull_scale
         x = _frames(obs, self.motion)
         if self.conv == "blas":

@@ -7,7 +7,7 @@ from es import registry
 from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
-from .keypoints import CONVS, PULL_SCALE
+from .keypoints import CONVS, PULL_SCALE, PULLS
 from .policy import make_pong_policy
 from .problem import PongProblem
 
@@ -35,9 +35,11 @@ def validate_spec(spec: dict) -> None:
         if not (int_in(policy.get("keypoints", 2), 1, MAX_KEYPOINTS) and layer_sizes_ok(policy.get("hidden", [16]))
                 and policy.get("motion", False) in (True, False)
                 and isinstance(policy.get("pull_scale", 1.0), float) and 0 < policy.get("pull_scale", 1.0) <= 1
-                and policy.get("conv", "blas") in CONVS):
+                and policy.get("conv", "blas") in CONVS and policy.get("pull", "linear") in PULLS
+                and (policy.get("pull", "linear") == "linear" or policy.get("conv", "blas") == "taps")):
             raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}], valid hidden sizes, "
-                             f"motion true or false, pull_scale a float in (0, 1] and conv one of {', '.join(CONVS)}")
+                             f"motion true or false, pull_scale a float in (0, 1], conv one of {', '.join(CONVS)} and "
+                             f"pull one of {', '.join(PULLS)} (windows with conv taps)")
     elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
@@ -61,7 +63,8 @@ def make_problem(config, one_thread: bool):
                           "hidden": list(config.hidden), "pull_scale": PULL_SCALE,
                           **({"motion": True} if config.extra.get("inputs") == "frames+motion" else {}),
                           # runs started before "taps" (attempts 9-11) lack the key: their BLAS sums
-                          **({"conv": "taps"} if config.extra.get("keypoint_conv") == "taps" else {})}}.get(
+                          **({"conv": "taps"} if config.extra.get("keypoint_conv") == "taps" else {}),
+                          **({"pull": "windows"} if config.extra.get("pull") == "windows" else {})}}.get(
         policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
@@ -76,11 +79,16 @@ def check_config(config) -> None:
     k = config.extra.get("keypoints", 2)
     if not int_in(k, 1, MAX_KEYPOINTS):
         raise ESError(f"--keypoints must be an integer in [1, {MAX_KEYPOINTS}], got {k}")
-    for key in ("keypoints", "inputs"):
+    for key in ("keypoints", "inputs", "pull"):
         if key in config.extra and config.extra.get("policy") != "keypoints":
             raise ESError(f"--{key} applies to --policy keypoints only")
     if config.extra.get("inputs", "frames") not in INPUTS:
         raise ESError(f"--inputs must be one of {', '.join(INPUTS)}, got {config.extra.get('inputs')!r}")
+    if config.extra.get("pull", "linear") not in PULLS:
+        raise ESError(f"--pull must be one of {', '.join(PULLS)}, got {config.extra.get('pull')!r}")
+    if config.extra.get("pull") == "windows" and config.extra.get("keypoint_conv", "blas") != "taps":
+        raise ESError("--pull windows needs the per-frame sums (keypoint_conv taps), which runs started "
+                      "before them lack")
     if config.extra.get("keypoint_conv", "blas") not in CONVS:
         raise ESError(f"keypoint_conv must be one of {', '.join(CONVS)}, got {config.extra.get('keypoint_conv')!r}")
     n = config.extra.get("num_envs", 32)
@@ -99,6 +107,10 @@ FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or M
          registry.EnvFlag("--inputs", "inputs", "with --policy keypoints: what each keypoint's filter sees: frames "
                           "(minus the background) or frames+motion (also each frame's change since the previous "
                           "one) [frames]", choices=INPUTS),
+         registry.EnvFlag("--pull", "pull", "with --policy keypoints: where each keypoint may look: linear (a "
+                          "learned pull along the columns and rows) or windows (a learned Gaussian window along "
+                          "the columns, the windows tiling the field evenly at first, and a pull along the rows) "
+                          "[linear]", choices=PULLS),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
          registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
                           "the first generations of a run from scratch) [none]", choices=("length",)))

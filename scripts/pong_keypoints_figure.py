@@ -48,7 +48,7 @@ def record(problem, params, seed: int, steps: int):
 
 
 def tracking(kp, objects) -> dict:
-    col, row, _ = kp
+    col, row, presence = kp
     f = dict(zip(OBJECT_NAMES, objects.T))
     seen = f["ball_seen"] == 1
     out = {}
@@ -60,7 +60,11 @@ def tracking(kp, objects) -> dict:
         out[f"keypoint_{k}"] = {"ball_row": corr(r, f["ball_y"], seen), "ball_col": corr(c, f["ball_x"], seen),
                                 "paddle_row": corr(r, f["paddle_y"], np.ones_like(seen)),
                                 "opponent_row": corr(r, f["opponent_y"], np.ones_like(seen)),
-                                "mean_col": round(float(col[:, k, 3].mean()), 1)}
+                                "mean_col": round(float(col[:, k, 3].mean()), 1),
+                                # where it holds something (a windows policy: the ball, while in its stretch)
+                                "share_present": round(float((presence[:, k, 3] > 0.5).mean()), 3),
+                                "ball_row_where_present": corr(r, f["ball_y"], seen & (presence[:, k, 3] > 0.5)),
+                                "ball_col_where_present": corr(c, f["ball_x"], seen & (presence[:, k, 3] > 0.5))}
     return out
 
 
@@ -70,7 +74,7 @@ def figure(policy, params, obs, kp, objects, out: Path):
     import matplotlib.pyplot as plt
     from pong.keypoints import _unpack
     filters, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], policy.keypoints,
-                             policy.channels)
+                             policy.channels, policy.pull_params)
     k = policy.keypoints
     col, row, presence = kp
     f = dict(zip(OBJECT_NAMES, objects.T))
@@ -83,9 +87,13 @@ def figure(policy, params, obs, kp, objects, out: Path):
         # one 3x3 block per channel, side by side: the frame, then (motion) its change
         ax.imshow(np.hstack(filters[0, i].reshape(policy.channels, 3, 3)), cmap="RdBu_r", vmin=-lim, vmax=lim)
         scale = policy.pull_scale
-        ax.set_title(f"keypoint {i}: filter{' (frame | change)' if policy.channels > 1 else ''}\n"
-                     f"pull col {scale * pulls[0, i, 0]:+.2f}, row {scale * pulls[0, i, 1]:+.2f}",
-                     fontsize=9, color=colors[i])
+        if policy.pull == "windows":   # the window's centre and half-width, in pixels
+            where = (f"window col {(scale * pulls[0, i, 0] + 1) * 20.5:.1f} +- "
+                     f"{np.exp(scale * pulls[0, i, 1]) / k * 20.5:.1f}, row {scale * pulls[0, i, 2]:+.2f}")
+        else:
+            where = f"pull col {scale * pulls[0, i, 0]:+.2f}, row {scale * pulls[0, i, 1]:+.2f}"
+        ax.set_title(f"keypoint {i}: filter{' (frame | change)' if policy.channels > 1 else ''}\n{where}",
+                     fontsize=8, color=colors[i])
         ax.set_xticks([]), ax.set_yticks([])
     t = int(np.argmax(f["ball_seen"][200:] > 0)) + 200 if len(obs) > 200 else len(obs) - 1
     for j, tt in enumerate((t, min(t + 6, len(obs) - 1))):

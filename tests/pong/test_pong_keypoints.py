@@ -9,8 +9,8 @@ import pytest
 
 import es
 from es.errors import ESError
-from pong.keypoints import (FEATURES_PER_KEYPOINT, PongKeypointsPolicy, _frames, _unpack, dense_keypoints,
-                            frame_keypoints, sparse_keypoints)
+from pong.keypoints import (FEATURES_PER_KEYPOINT, PULL_SCALE, PongKeypointsPolicy, _frames, _unpack,
+                            dense_keypoints, frame_keypoints, sparse_keypoints, window_tables)
 from pong.plugin import validate_spec
 from pong.policy import BACKGROUND, make_pong_policy
 
@@ -145,7 +145,10 @@ def test_the_keypoints_are_pinned_bit_for_bit():
                                       ({"type": "pong_keypoints", "pull_scale": 0.0}, False),
                                       ({"type": "pong_keypoints", "pull_scale": 2.0}, False),
                                       ({"type": "pong_keypoints", "pull_scale": "0.5"}, False),
-                                      ({"type": "pong_keypoints", "hidden": [10 ** 9]}, False)])
+                                      ({"type": "pong_keypoints", "hidden": [10 ** 9]}, False),
+                                      ({"type": "pong_keypoints", "pull": "windows", "conv": "taps"}, True),
+                                      ({"type": "pong_keypoints", "pull": "windows"}, False),
+                                      ({"type": "pong_keypoints", "pull": "grid", "conv": "taps"}, False)])
 def test_a_worker_checks_a_keypoints_spec_from_the_network(spec, ok):
     if ok:
         validate_spec({"policy": spec})
@@ -161,6 +164,14 @@ def test_the_keypoints_flag_is_checked():
         es.config_for("pong", extra={"policy": "objects", "keypoints": 3})
     with pytest.raises(ESError, match="--inputs"):
         es.config_for("pong", extra={"policy": "keypoints", "inputs": "pixels"})
+    with pytest.raises(ESError, match="--pull must be"):
+        es.config_for("pong", extra={"policy": "keypoints", "pull": "grid"})
+    with pytest.raises(ESError, match="--policy keypoints"):
+        es.config_for("pong", extra={"policy": "dense", "pull": "windows"})
+    with pytest.raises(ESError, match="--pull windows needs"):
+        es.config_for("pong", extra={"policy": "keypoints", "pull": "windows", "keypoint_conv": "blas"})
+    with pytest.raises(ValueError, match="needs conv"):
+        PongKeypointsPolicy(3, pull="windows")
 
 
 def test_new_runs_scale_the_pulls_and_an_old_spec_keeps_its_own():
@@ -208,14 +219,63 @@ def test_per_frame_sums_equal_the_dense_softmax_and_depend_on_their_frame_alone(
         assert all(np.array_equal(a[0], t[i]) for a, t in zip(alone, together)), i
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("motion", [False, True])
-def test_the_memo_reuses_frames_without_changing_a_bit(motion):
+def test_windows_equal_the_dense_softmax_and_depend_on_their_frame_alone(motion):
+    """A windows policy's keypoints (``window_tables``: a Gaussian window along the columns, a
+    pull along the rows) are the dense softmax's under the same logits, per frame, bit for bit
+    whatever else shares the batch."""
+    rng = np.random.default_rng(5)
+    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
+    obs[0, :3] = 0
+    policy = PongKeypointsPolicy(4, motion=motion, conv="taps", pull="windows", pull_scale=PULL_SCALE)
+    params = policy.initial_params(0)[None] + rng.standard_normal((len(obs), policy.num_params)).astype(np.float32)
+    filters, raw = _unpack(policy.unflatten(params)[0][0], 4, policy.channels, 3)
+    tables = window_tables(raw, PULL_SCALE)
+    x = _frames(obs, motion)
+    r, f = np.nonzero(np.ones(x.shape[:2], dtype=bool))
+    together = frame_keypoints(x[r, f], filters[r], tables[r])
+    for got, want in zip(together, dense_keypoints(x, filters, tables)):
+        assert np.allclose(got.reshape(len(obs), 4, 4).transpose(0, 2, 1), want, rtol=1e-9, atol=1e-9)
+    for got, want in zip(policy.keypoints_of(policy.unflatten(params)[0][0], obs), dense_keypoints(x, filters, tables)):
+        assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+    for i in rng.choice(len(r), 20, replace=False):
+        alone = frame_keypoints(x[r[i:i + 1], f[i:i + 1]], filters[r[i:i + 1]], tables[r[i:i + 1]])
+        assert all(np.array_equal(a[0], t[i]) for a, t in zip(alone, together)), i
+
+
+def test_windows_start_tiling_the_field_evenly_and_each_sees_its_own_stretch():
+    """Before training, window ``i`` of ``k`` is centred on the ``i``-th of ``k`` equal column
+    stretches with the identity filter: a lone ball as bright as Pong's (63 above the field)
+    is present in the window whose stretch holds it and absent from the others; near an edge
+    the two windows share it; an empty field puts every keypoint at its window's centre. The
+    tiling is the same for any picture: nothing in it knows where Pong's paddles are."""
+    policy = PongKeypointsPolicy(3, conv="taps", pull="windows", pull_scale=PULL_SCALE)
+    front = policy.unflatten(policy.initial_params(0)[None])[0][0]
+    filters, raw = _unpack(front, 3, 1, 3)
+    assert np.allclose(PULL_SCALE * raw[0, :, 0], [-2 / 3, 0, 2 / 3]) and not raw[0, :, 1:].any()
+    assert np.array_equal(filters[0], np.eye(9)[[4, 4, 4]])
+    col, row, presence = policy.keypoints_of(front, drawn())
+    assert np.allclose(col[0, :, 3], 20.5 + 20.5 * np.array([-2 / 3, 0, 2 / 3]), atol=0.2)
+    assert np.allclose(row, 20.5) and not presence.any()
+    for ball_col in range(42):
+        obs = drawn()
+        obs[0, :, 25, ball_col] = BACKGROUND[25, ball_col] + 63
+        col, row, presence = policy.keypoints_of(front, obs)
+        inside = [i for i in range(3) if abs(ball_col - 20.5 * (1 + (2 * i + 1) / 3 - 1)) < 20.5 / 3 / 2]
+        for i in inside:           # in the middle half of window i: it holds the ball, the others do not see it
+            assert presence[0, i, 3] > 0.9 and np.delete(presence[0, :, 3], i).max() < 0.02, (ball_col, presence)
+            assert abs(row[0, i, 3] - 25) < 0.3 and abs(col[0, i, 3] - ball_col) < 0.3
+        assert presence[0, :, 3].max() > 0.8, ball_col                   # and near an edge, someone sees it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("motion, pull", [(False, "linear"), (True, "linear"), (False, "windows")])
+def test_the_memo_reuses_frames_without_changing_a_bit(motion, pull):
     """Games played with the memo (frames of the previous step reused) and without it: the
     same features at every step, the same scores; slots reused by new episodes included."""
     from pong.problem import PongProblem
     problem = PongProblem({"type": "pong_keypoints", "keypoints": 3, "hidden": [8], "pull_scale": 0.25,
-                           "motion": motion, "conv": "taps"}, max_steps=150, num_envs=3)
+                           "motion": motion, "conv": "taps", "pull": pull}, max_steps=150, num_envs=3)
     policy = problem.policy
     params = (policy.initial_params(0)[None] + 0.1 * np.random.default_rng(3).standard_normal((4, policy.num_params)))
     layers_all = policy.unflatten(params.astype(np.float32))
@@ -240,13 +300,13 @@ def test_the_memo_reuses_frames_without_changing_a_bit(motion):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("conv", ["blas", "taps"])
-def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv):
+@pytest.mark.parametrize("conv, pull", [("blas", "linear"), ("taps", "linear"), ("taps", "windows")])
+def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv, pull):
     runs = []
     for workers in (1, 2):
         cfg = es.config_for("pong", seed=4, generations=2, population=8, max_steps=120, workers=workers,
                             hidden=[8], extra={"policy": "keypoints", "keypoints": 2, "num_envs": 4,
-                                               "keypoint_conv": conv},
+                                               "keypoint_conv": conv, "pull": pull},
                             reward_goal=1e9, sigma=0.1)
         runs.append(es.train(cfg, final_eval=False))
     assert np.array_equal(runs[0].center, runs[1].center)
