@@ -253,12 +253,18 @@ class KeypointMemo:
     """What a ``conv="taps"`` policy saw at the previous step of each episode of one
     ``PongGames.play``: the observation and its frames' keypoints, by episode number. A frame is
     reused only where the new observation's older frames are the previous one's newer frames,
-    byte for byte, so the memo changes no result, only the time (tests compare)."""
+    byte for byte, so the memo changes no result, only the time (tests compare). A windows
+    policy's column and row logits are kept too, per episode with the pull parameters they came
+    from, and reused where those are the same bytes (a member's parameters do not change during
+    its game; ``window_tables`` is a quarter of that policy's forward pass)."""
 
     def __init__(self, keypoints: int):
         self.obs = np.zeros((0, FRAMES, SIZE, SIZE), dtype=np.uint8)
         self.values = np.zeros((0, 3, keypoints, FRAMES))            # column, row, presence
         self.valid = np.zeros(0, dtype=bool)
+        self.pulls = np.zeros((0, keypoints, 3))                     # windows: the parameters ...
+        self.tables = np.zeros((0, keypoints, 2, SIZE))              # ... and their logits
+        self.has_tables = np.zeros(0, dtype=bool)
 
     def _grow(self, n: int) -> None:
         if n > len(self.valid):
@@ -267,11 +273,27 @@ class KeypointMemo:
             self.obs = np.concatenate([self.obs, np.zeros((pad, *self.obs.shape[1:]), np.uint8)])
             self.values = np.concatenate([self.values, np.zeros((pad, *self.values.shape[1:]))])
             self.valid = np.concatenate([self.valid, np.zeros(pad, dtype=bool)])
+            self.pulls = np.concatenate([self.pulls, np.zeros((pad, *self.pulls.shape[1:]))])
+            self.tables = np.concatenate([self.tables, np.zeros((pad, *self.tables.shape[1:]))])
+            self.has_tables = np.concatenate([self.has_tables, np.zeros(pad, dtype=bool)])
+
+    def window_tables(self, keys: np.ndarray, pulls: np.ndarray, scale: float) -> np.ndarray:
+        """``window_tables(pulls, scale)``, computed only for the episodes whose pull parameters
+        differ (byte for byte) from those of their previous step."""
+        self._grow(int(keys.max()) + 1 if len(keys) else 0)
+        same = self.has_tables[keys] & (self.pulls[keys] == pulls).all(axis=(1, 2))
+        out = np.empty((len(keys), *self.tables.shape[1:]))
+        out[same] = self.tables[keys[same]]
+        new = np.flatnonzero(~same)
+        if len(new):
+            out[new] = window_tables(pulls[new], scale)
+            self.pulls[keys[new]], self.tables[keys[new]], self.has_tables[keys[new]] = pulls[new], out[new], True
+        return out
 
 
 def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
     """A windows policy's pull parameters ``(rows, k, 3)`` -> its column and row logits (before
-    ``SHARPNESS``), ``(rows, k, 2, 42)``. Keypoint ``i`` of ``k`` looks through a Gaussian window
+    ``SHARPNESS``), ``(rows, k, 2, 42)``. Keypoint ``i`` of ``k`` looks through a window
     along the columns, centred at ``scale x p0`` (in [-1, 1]) with half-width
     ``exp(scale x p1) / k``, and pulls along the rows by ``scale x p2``, as a linear policy does.
     The window is flat inside and steep outside (a 4th power, not a Gaussian's square: with a
@@ -313,7 +335,7 @@ class PongKeypointsPolicy(Policy):
         ``"blas"`` (``sparse_keypoints``, attempts 9-11) or ``"taps"`` (``frame_keypoints``, new
         runs: the same softmax, rounded per frame, so frames seen at the previous step are reused:
         ``KeypointMemo``). ``pull``: ``"linear"`` (a learned pull along the columns and the rows)
-        or ``"windows"`` (each keypoint a learned Gaussian window along the columns, the ``k``
+        or ``"windows"`` (each keypoint a learned window along the columns, the ``k``
         windows tiling the field evenly at first, and a linear pull along the rows:
         ``window_tables``; ``conv="taps"`` only)."""
         if pull not in PULLS:
@@ -388,7 +410,9 @@ class PongKeypointsPolicy(Policy):
         ``memo`` and ``keys`` (each row's episode number): reuse the frames row ``i`` saw at its
         episode's previous step (``conv="taps"`` only)."""
         filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels, self.pull_params)
-        if self.pull == "windows":
+        if self.pull == "windows" and memo is not None:
+            pulls = memo.window_tables(np.asarray(keys, dtype=np.int64), pulls, self.pull_scale)
+        elif self.pull == "windows":
             pulls = window_tables(pulls, self.pull_scale)
         elif self.pull_scale != 1.0:
             pulls = pulls * self.pull_scale

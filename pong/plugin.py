@@ -108,7 +108,7 @@ FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or M
                           "(minus the background) or frames+motion (also each frame's change since the previous "
                           "one) [frames]", choices=INPUTS),
          registry.EnvFlag("--pull", "pull", "with --policy keypoints: where each keypoint may look: linear (a "
-                          "learned pull along the columns and rows) or windows (a learned Gaussian window along "
+                          "learned pull along the columns and rows) or windows (a learned window along "
                           "the columns, the windows tiling the field evenly at first, and a pull along the rows) "
                           "[linear]", choices=PULLS),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),

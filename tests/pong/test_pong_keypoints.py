@@ -221,7 +221,7 @@ def test_per_frame_sums_equal_the_dense_softmax_and_depend_on_their_frame_alone(
 
 @pytest.mark.parametrize("motion", [False, True])
 def test_windows_equal_the_dense_softmax_and_depend_on_their_frame_alone(motion):
-    """A windows policy's keypoints (``window_tables``: a Gaussian window along the columns, a
+    """A windows policy's keypoints (``window_tables``: a window along the columns, a
     pull along the rows) are the dense softmax's under the same logits, per frame, bit for bit
     whatever else shares the batch."""
     rng = np.random.default_rng(5)
