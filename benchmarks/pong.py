@@ -13,11 +13,16 @@ training step). Prints one JSON line.
   ``python -m es train pong --workers 2`` plays them, ALE/Pong-v5's own games (``pong.games``)
   in 2 worker processes; ``*_ratio_vs_bare`` divides by the bare vector env.
 * ``in_process_*``: the same generations in this one process (one core).
-* ``bare_games_steps_per_s``: ``pong.games`` alone in this process, constant action.
+* ``bare_games_steps_per_s``: ``pong.games`` alone in this process, constant action (32 games of
+  equal length).
+* ``policy_play_ratio_vs_same_games_replayed``: one generation's episodes played with the
+  policy in this process against the same games replayed from the recorded actions without it
+  (``same_games_replayed``): the share of the time that is the games, with the same slots busy.
 * ``keypoints*_us_per_observation_in_games``: the keypoints policy's forward pass over
   consecutive steps of 32 real games, as training plays them: ``blas`` (each stack of 4 frames
   summed again) against ``taps`` (per-frame sums; the memo reuses the frames of the previous
-  step). ``--conv taps`` plays a keypoints checkpoint that way in the ES generations too.
+  step); ``keypoints_windows6_taps``: six windows (``--pull windows``), per frame only.
+  ``--conv taps`` plays a keypoints checkpoint that way in the ES generations too.
 
 The machine's load drifts, so the measurements run in ``--rounds`` interleaved rounds and each
 ratio is the median of its per-round ratios.
@@ -120,6 +125,45 @@ def policy_us_per_observation_in_games(policy, rows: int = 32, steps: int = 60, 
     return best / (len(seen) * rows) * 1e6
 
 
+def same_games_replayed(problem, center, population: int, seed: int = 0, sigma: float = 0.1):
+    """A generation's episodes (``population`` members around ``center`` and the center, each
+    on its own game seed) played in this process with the policy, their actions recorded; then
+    the same games replayed from the recorded actions with no policy. The same emulator steps
+    with the same slots busy, so ``replay / play`` is the share of a generation's time that is
+    the games themselves: the bare games of *these* episodes, whose lengths differ (a long game
+    finishes alone in its slot while every step still pays a call's fixed cost), where
+    ``bare_games`` plays 32 games of equal length. Returns (env steps, play s, replay s)."""
+    rng = np.random.default_rng(seed)
+    rows = (center[None] + sigma * rng.standard_normal((population, len(center)))).astype(np.float32)
+    rows = np.concatenate([center[None].astype(np.float32), rows])
+    seeds = 900_000 + np.arange(len(rows))
+    games = problem._games_for(len(rows))
+    actions = [[] for _ in rows]
+    layers_all = problem.policy.unflatten(rows)
+    memo = problem.policy.new_memo() if isinstance(problem.policy, PongKeypointsPolicy) else None
+
+    def choose(episodes, obs):
+        layers = [tuple(a[episodes] for a in layer) for layer in layers_all]
+        a = problem.policy.forward(layers, obs, memo, episodes) if memo is not None else problem.policy.forward(layers, obs)
+        for e, x in zip(episodes.tolist(), a.tolist()):
+            actions[e].append(x)
+        return a
+    t0 = time.perf_counter()
+    _, lengths = games.play(choose, seeds, problem.max_steps)
+    played = time.perf_counter() - t0
+    step = np.zeros(len(rows), dtype=np.int64)
+
+    def replay(episodes, obs):
+        a = np.array([actions[e][step[e]] for e in episodes.tolist()])
+        step[episodes] += 1
+        return a
+    t0 = time.perf_counter()
+    _, again = games.play(replay, seeds, problem.max_steps)
+    replayed = time.perf_counter() - t0
+    assert np.array_equal(lengths, again), "the replay played other games"
+    return int(lengths.sum()), played, replayed
+
+
 def es_generations(evaluator, center, population: int, generations: int, start: int = 1):
     """(env steps, seconds, longest episode) of ``generations`` ES generations from ``center``."""
     strategy = OpenES(center, Adam(center.size, 0.01), population=population, sigma=0.05, seed=0)
@@ -168,6 +212,7 @@ def main():
             r["trained"] = es_generations(agent_workers, trained, args.population, args.generations)
             r["fresh"] = es_generations(workers, fresh, args.population, args.generations)
             r["in_process"] = es_generations(local, trained, args.population, args.generations)
+            r["replay"] = same_games_replayed(agent_problem, trained, args.population, seed=len(rounds))
             rounds.append(r)
         workers.close()
         agent_workers.close()
@@ -179,10 +224,13 @@ def main():
             forward.update({f"{name}_params": policy.num_params,
                             f"{name}_us_per_observation": policy_us_per_observation(policy)})
         # keypoints as games play them, step after step: BLAS sums over each stack of 4 frames
-        # against per-frame sums with the memo (2 keypoints on frames; 3 on frames+motion)
-        for name, args_ in (("keypoints", (2, (16,), False)), ("keypoints_motion3", (3, (16,), True))):
-            for conv in ("blas", "taps"):
-                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv)
+        # against per-frame sums with the memo (2 keypoints on frames; 3 on frames+motion; 6
+        # windows and a head of 8, attempt 13's design, per frame only)
+        for name, args_, pull, convs in (("keypoints", (2, (16,), False), "linear", ("blas", "taps")),
+                                         ("keypoints_motion3", (3, (16,), True), "linear", ("blas", "taps")),
+                                         ("keypoints_windows6", (6, (8,), False), "windows", ("taps",))):
+            for conv in convs:
+                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv, pull=pull)
                 forward[f"{name}_{conv}_us_per_observation_in_games"] = policy_us_per_observation_in_games(policy)
 
     def rate(r, key):
@@ -209,7 +257,12 @@ def main():
         "fresh_ratio_range": span(lambda r: rate(r, "fresh") / r["bare"]),
         "fresh_mean_episode_steps": rounds[0]["fresh"][0] / episodes, "fresh_longest_episode": rounds[0]["fresh"][2],
         "in_process_es_steps_per_s": median(lambda r: rate(r, "in_process")),
-        "in_process_ratio_vs_bare_games": median(lambda r: rate(r, "in_process") / r["bare_games"]), **forward}))
+        "in_process_ratio_vs_bare_games": median(lambda r: rate(r, "in_process") / r["bare_games"]),
+        "in_process_ratio_vs_bare_games_range": span(lambda r: rate(r, "in_process") / r["bare_games"]),
+        # the same episodes with and without the policy: what the policy itself costs a generation
+        "policy_play_ratio_vs_same_games_replayed": median(lambda r: r["replay"][2] / r["replay"][1]),
+        "policy_play_ratio_range": span(lambda r: r["replay"][2] / r["replay"][1]),
+        "replayed_mean_episode_steps": rounds[0]["replay"][0] / (args.population + 1), **forward}))
 
 
 if __name__ == "__main__":

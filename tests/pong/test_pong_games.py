@@ -94,3 +94,24 @@ def test_the_shipped_agent_scores_the_same_in_training_games_and_in_ale_pong_v5(
     for s, score, length in zip(seeds, scores, lengths):
         _, rewards, _ = gym_game(s, lambda t, obs: problem.policy.forward(layers, obs[None])[0])
         assert (rewards.sum(), len(rewards)) == (score, length)
+
+
+def test_a_generation_replayed_from_its_recorded_actions_plays_the_same_games():
+    """``benchmarks/pong.py``'s yardstick for what the policy costs: the same episodes replayed
+    without it must be the same games (same lengths, which the function asserts), or the ratio
+    would compare different work."""
+    import importlib.util
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("pong_benchmark", root / "benchmarks" / "pong.py")
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    from pong.problem import PongProblem
+    problem = PongProblem({"type": "pong_keypoints", "keypoints": 3, "hidden": [4], "pull_scale": 0.25,
+                           "conv": "taps", "pull": "windows"}, max_steps=120, num_envs=3)
+    steps, played, replayed = bench.same_games_replayed(problem, problem.initial_params(0), population=4)
+    assert 5 * 30 < steps <= 5 * 120 and played > 0 and replayed > 0
