@@ -45,6 +45,8 @@ last one: ``KeypointMemo`` reuses them (2 with ``motion``, where the oldest fram
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from es.interfaces import Policy
@@ -72,6 +74,20 @@ WINDOW_DEPTH = 0.1        # windows: the column logit falls by SHARPNESS x 0.1 x
                           # the window's centre: 0.1 at 0.5, 2 at 1 (its edge), 10 at 1.5, 32 at 2; the ball
                           # stands 10 above the empty field, a paddle 8: flat inside, steep outside
 MAX_LOGIT = 600.0         # exp(600) ~ 1e260: float64 sums never overflow
+VBN_FLOOR = 0.1           # vbn: an input that barely varies over the reference batch is divided by this
+VBN_CLIP = 5.0            # ... and every normalized input is clipped to +-5 (as evolution-strategies-starter
+                          # clips its normalized observations): one rare in the batch cannot saturate the head
+HEAD_INPUTS = ("raw", "vbn")   # what the head reads (PongKeypointsPolicy's vbn)
+_REFERENCE = None              # pong/reference.npz, loaded on first use
+
+
+def reference_batch() -> np.ndarray:
+    """The 64 observations of virtual batch normalization (``scripts/make_pong_reference.py``)."""
+    global _REFERENCE
+    if _REFERENCE is None:
+        with np.load(Path(__file__).with_name("reference.npz")) as z:
+            _REFERENCE = z["obs"]
+    return _REFERENCE
 
 
 def _frames(obs, motion: bool = False) -> np.ndarray:
@@ -265,6 +281,7 @@ class KeypointMemo:
         self.pulls = np.zeros((0, keypoints, 3))                     # windows: the parameters ...
         self.tables = np.zeros((0, keypoints, 2, SIZE))              # ... and their logits
         self.has_tables = np.zeros(0, dtype=bool)
+        self.reference_stats: dict = {}                              # vbn: front bytes -> (mean, spread)
 
     def _grow(self, n: int) -> None:
         if n > len(self.valid):
@@ -327,7 +344,7 @@ class PongKeypointsPolicy(Policy):
     presences and pairwise products -> an MLP -> 3 logits. See the module docstring."""
 
     def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0,
-                 conv: str = "blas", pull: str = "linear"):
+                 conv: str = "blas", pull: str = "linear", vbn: bool = False):
         """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
         ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
         what the filters saw, and a keypoint settled on the score;
@@ -337,12 +354,16 @@ class PongKeypointsPolicy(Policy):
         ``KeypointMemo``). ``pull``: ``"linear"`` (a learned pull along the columns and the rows)
         or ``"windows"`` (each keypoint a learned window along the columns, the ``k``
         windows tiling the field evenly at first, and a linear pull along the rows:
-        ``window_tables``; ``conv="taps"`` only)."""
+        ``window_tables``; ``conv="taps"`` only). ``vbn``: virtual batch normalization of the
+        head's inputs, as the paper's Atari networks (``normalize``; ``conv="taps"`` only)."""
         if pull not in PULLS:
             raise ValueError(f"pull must be one of {', '.join(PULLS)}, got {pull!r}")
         if pull == "windows" and conv != "taps":
             raise ValueError('pull="windows" needs conv="taps"')
         self.pull = pull
+        if vbn and conv != "taps":
+            raise ValueError('vbn needs conv="taps"')
+        self.vbn = bool(vbn)
         self.pull_params = 3 if pull == "windows" else 2
         self.keypoints, self.hidden, self.motion = int(keypoints), tuple(int(h) for h in hidden), bool(motion)
         self.pull_scale = float(pull_scale)
@@ -371,6 +392,8 @@ class PongKeypointsPolicy(Policy):
             spec["conv"] = self.conv
         if self.pull != "linear":
             spec["pull"] = self.pull
+        if self.vbn:
+            spec["vbn"] = True
         return spec
 
     def initial_params(self, seed: int) -> np.ndarray:
@@ -441,7 +464,31 @@ class PongKeypointsPolicy(Policy):
         return values[:, 0], values[:, 1], values[:, 2]
 
     def features(self, front: np.ndarray, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
-        return _quadratic(keypoint_features(*self.keypoints_of(front, obs, memo, keys))).astype(np.float32)
+        q = _quadratic(keypoint_features(*self.keypoints_of(front, obs, memo, keys)))
+        return (self.normalize(front, q, memo) if self.vbn else q).astype(np.float32)
+
+    def normalize(self, front: np.ndarray, q: np.ndarray, memo: KeypointMemo | None = None) -> np.ndarray:
+        """Virtual batch normalization (Salimans et al. 2017, after 2016) of the head's inputs:
+        each row's ``q`` minus their mean over the reference batch (``reference_batch``: 64
+        observations chosen once), divided by their spread there (at least ``VBN_FLOOR``), both
+        computed with that row's own front end, and clipped to ``+-VBN_CLIP``. Why: the raw inputs carry large offsets that do
+        not depend on the picture (a window's column where it is empty, its square, their
+        products), so a perturbed head mostly shifts which action it prefers everywhere, and
+        every member of a generation loses alike; centred and scaled, a perturbation changes how
+        the member responds to the picture. Computed once per member and kept in ``memo``; each
+        member alone, so its values do not depend on the others in the batch."""
+        front = np.ascontiguousarray(front)
+        cache = memo.reference_stats if memo is not None else {}
+        mean, spread = np.empty_like(q), np.empty_like(q)
+        for i in range(len(front)):
+            key = front[i].tobytes()
+            if key not in cache:
+                ref = reference_batch()
+                rows = np.repeat(front[i:i + 1], len(ref), axis=0)
+                r = _quadratic(keypoint_features(*self.keypoints_of(rows, ref)))
+                cache[key] = (r.mean(axis=0), np.maximum(r.std(axis=0), VBN_FLOOR))
+            mean[i], spread[i] = cache[key]
+        return np.clip((q - mean) / spread, -VBN_CLIP, VBN_CLIP)
 
     def forward(self, layers, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
         (front,), *head = layers

@@ -7,7 +7,7 @@ from es import registry
 from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
-from .keypoints import CONVS, PULL_SCALE, PULLS
+from .keypoints import CONVS, HEAD_INPUTS, PULL_SCALE, PULLS
 from .policy import make_pong_policy
 from .problem import PongProblem
 
@@ -36,10 +36,13 @@ def validate_spec(spec: dict) -> None:
                 and policy.get("motion", False) in (True, False)
                 and isinstance(policy.get("pull_scale", 1.0), float) and 0 < policy.get("pull_scale", 1.0) <= 1
                 and policy.get("conv", "blas") in CONVS and policy.get("pull", "linear") in PULLS
-                and (policy.get("pull", "linear") == "linear" or policy.get("conv", "blas") == "taps")):
+                and (policy.get("pull", "linear") == "linear" or policy.get("conv", "blas") == "taps")
+                and policy.get("vbn", False) in (True, False)
+                and (policy.get("vbn", False) is False or policy.get("conv", "blas") == "taps")):
             raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}], valid hidden sizes, "
                              f"motion true or false, pull_scale a float in (0, 1], conv one of {', '.join(CONVS)} and "
-                             f"pull one of {', '.join(PULLS)} (windows with conv taps)")
+                             f"pull one of {', '.join(PULLS)} (windows with conv taps), vbn true or false "
+                             f"(true with conv taps)")
     elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
@@ -64,7 +67,8 @@ def make_problem(config, one_thread: bool):
                           **({"motion": True} if config.extra.get("inputs") == "frames+motion" else {}),
                           # runs started before "taps" (attempts 9-11) lack the key: their BLAS sums
                           **({"conv": "taps"} if config.extra.get("keypoint_conv") == "taps" else {}),
-                          **({"pull": "windows"} if config.extra.get("pull") == "windows" else {})}}.get(
+                          **({"pull": "windows"} if config.extra.get("pull") == "windows" else {}),
+                          **({"vbn": True} if config.extra.get("head_inputs") == "vbn" else {})}}.get(
         policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
@@ -79,7 +83,7 @@ def check_config(config) -> None:
     k = config.extra.get("keypoints", 2)
     if not int_in(k, 1, MAX_KEYPOINTS):
         raise ESError(f"--keypoints must be an integer in [1, {MAX_KEYPOINTS}], got {k}")
-    for key in ("keypoints", "inputs", "pull"):
+    for key in ("keypoints", "inputs", "pull", "head_inputs"):
         if key in config.extra and config.extra.get("policy") != "keypoints":
             raise ESError(f"--{key} applies to --policy keypoints only")
     if config.extra.get("inputs", "frames") not in INPUTS:
@@ -88,6 +92,11 @@ def check_config(config) -> None:
         raise ESError(f"--pull must be one of {', '.join(PULLS)}, got {config.extra.get('pull')!r}")
     if config.extra.get("pull") == "windows" and config.extra.get("keypoint_conv", "blas") != "taps":
         raise ESError("--pull windows needs the per-frame sums (keypoint_conv taps), which runs started "
+                      "before them lack")
+    if config.extra.get("head_inputs", "raw") not in HEAD_INPUTS:
+        raise ESError(f"--head-inputs must be one of {', '.join(HEAD_INPUTS)}, got {config.extra.get('head_inputs')!r}")
+    if config.extra.get("head_inputs") == "vbn" and config.extra.get("keypoint_conv", "blas") != "taps":
+        raise ESError("--head-inputs vbn needs the per-frame sums (keypoint_conv taps), which runs started "
                       "before them lack")
     if config.extra.get("keypoint_conv", "blas") not in CONVS:
         raise ESError(f"keypoint_conv must be one of {', '.join(CONVS)}, got {config.extra.get('keypoint_conv')!r}")
@@ -111,6 +120,11 @@ FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or M
                           "learned pull along the columns and rows) or windows (a learned window along "
                           "the columns, the windows tiling the field evenly at first, and a pull along the rows) "
                           "[linear]", choices=PULLS),
+         registry.EnvFlag("--head-inputs", "head_inputs", "with --policy keypoints: what the head reads: raw (the "
+                          "keypoints' features and their products) or vbn (the same, each centred and scaled by "
+                          "its mean and spread over a fixed reference batch of 64 observations, computed with "
+                          "the member's own parameters: the paper's virtual batch normalization) [raw]",
+                          choices=HEAD_INPUTS),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
          registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
                           "the first generations of a run from scratch) [none]", choices=("length",)))

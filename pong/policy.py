@@ -228,5 +228,6 @@ def make_pong_policy(spec: dict):
         return PongObjectsPolicy(spec.get("hidden", (16,)))
     if spec.get("type") == "pong_keypoints":
         return PongKeypointsPolicy(spec.get("keypoints", 2), spec.get("hidden", (16,)), spec.get("motion", False),
-                                   spec.get("pull_scale", 1.0), spec.get("conv", "blas"), spec.get("pull", "linear"))
+                                   spec.get("pull_scale", 1.0), spec.get("conv", "blas"), spec.get("pull", "linear"),
+                                   spec.get("vbn", False))
     raise ValueError(f"unknown Pong policy {spec.get('type')!r}")

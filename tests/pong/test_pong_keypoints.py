@@ -9,8 +9,9 @@ import pytest
 
 import es
 from es.errors import ESError
-from pong.keypoints import (FEATURES_PER_KEYPOINT, PULL_SCALE, PongKeypointsPolicy, _frames, _unpack,
-                            dense_keypoints, frame_keypoints, sparse_keypoints, window_tables)
+from pong.keypoints import (FEATURES_PER_KEYPOINT, PULL_SCALE, VBN_CLIP, VBN_FLOOR, PongKeypointsPolicy, _frames,
+                            _quadratic, _unpack, dense_keypoints, frame_keypoints, keypoint_features,
+                            reference_batch, sparse_keypoints, window_tables)
 from pong.plugin import validate_spec
 from pong.policy import BACKGROUND, make_pong_policy
 
@@ -148,7 +149,10 @@ def test_the_keypoints_are_pinned_bit_for_bit():
                                       ({"type": "pong_keypoints", "hidden": [10 ** 9]}, False),
                                       ({"type": "pong_keypoints", "pull": "windows", "conv": "taps"}, True),
                                       ({"type": "pong_keypoints", "pull": "windows"}, False),
-                                      ({"type": "pong_keypoints", "pull": "grid", "conv": "taps"}, False)])
+                                      ({"type": "pong_keypoints", "pull": "grid", "conv": "taps"}, False),
+                                      ({"type": "pong_keypoints", "vbn": True, "conv": "taps"}, True),
+                                      ({"type": "pong_keypoints", "vbn": True}, False),
+                                      ({"type": "pong_keypoints", "vbn": "yes", "conv": "taps"}, False)])
 def test_a_worker_checks_a_keypoints_spec_from_the_network(spec, ok):
     if ok:
         validate_spec({"policy": spec})
@@ -172,6 +176,18 @@ def test_the_keypoints_flag_is_checked():
         es.config_for("pong", extra={"policy": "keypoints", "pull": "windows", "keypoint_conv": "blas"})
     with pytest.raises(ValueError, match="needs conv"):
         PongKeypointsPolicy(3, pull="windows")
+    with pytest.raises(ESError, match="--head-inputs must be"):
+        es.config_for("pong", extra={"policy": "keypoints", "head_inputs": "bn"})
+    with pytest.raises(ESError, match="--policy keypoints"):
+        es.config_for("pong", extra={"policy": "objects", "head_inputs": "vbn"})
+    with pytest.raises(ESError, match="--head-inputs vbn needs"):
+        es.config_for("pong", extra={"policy": "keypoints", "head_inputs": "vbn", "keypoint_conv": "blas"})
+    with pytest.raises(ValueError, match="vbn needs conv"):
+        PongKeypointsPolicy(3, vbn=True)
+    from pong.plugin import make_problem
+    spec = make_problem(es.config_for("pong", hidden=[8], extra={"policy": "keypoints", "pull": "windows",
+                                                                 "head_inputs": "vbn"}), True).policy_spec
+    assert spec["vbn"] is True and spec["pull"] == "windows" and make_pong_policy(spec).vbn
 
 
 def test_new_runs_scale_the_pulls_and_an_old_spec_keeps_its_own():
@@ -268,14 +284,53 @@ def test_windows_start_tiling_the_field_evenly_and_each_sees_its_own_stretch():
         assert presence[0, :, 3].max() > 0.8, ball_col                   # and near an edge, someone sees it
 
 
+def test_the_reference_batch_is_what_its_script_makes():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "scripts" / "make_pong_reference.py"
+    spec = importlib.util.spec_from_file_location("make_pong_reference", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert np.array_equal(script.compute_reference(), reference_batch())
+    assert reference_batch().shape == (64, 4, 42, 42) and (_frames(reference_batch()) != 0).any(axis=(1, 2, 3, 4)).all()
+
+
+def test_virtual_batch_normalization_centres_each_members_inputs_on_the_reference_batch():
+    """vbn: with each member's own parameters, its head's inputs over the reference batch have
+    mean 0 and spread 1 (where they vary by more than the floor and none is clipped), whatever
+    else is in the batch;
+    on game frames they are those raw inputs, centred and scaled the same way and clipped."""
+    policy = PongKeypointsPolicy(4, (8,), conv="taps", pull="windows", pull_scale=PULL_SCALE, vbn=True)
+    rng = np.random.default_rng(4)
+    params = (policy.initial_params(0)[None] + 0.1 * rng.standard_normal((6, policy.num_params))).astype(np.float32)
+    front = policy.unflatten(params)[0][0]
+    ref = reference_batch()
+    raw = PongKeypointsPolicy(4, (8,), conv="taps", pull="windows", pull_scale=PULL_SCALE)
+    for i in (0, 5):
+        on_ref = raw.features(np.repeat(front[i:i + 1], len(ref), 0), ref).astype(np.float64)
+        z = policy.features(np.repeat(front[i:i + 1], len(ref), 0), ref).astype(np.float64)
+        varies = (on_ref.std(axis=0) > 2 * VBN_FLOOR) & (np.abs(z) < VBN_CLIP).all(axis=0)   # not floored, not clipped
+        assert varies.sum() > 50
+        assert np.allclose(z[:, varies].mean(axis=0), 0, atol=0.05) and np.allclose(z[:, varies].std(axis=0), 1, atol=0.05)
+    obs = game_frames(6)
+    together = policy.features(front, obs, policy.new_memo(), np.arange(6))
+    alone = np.concatenate([policy.features(front[i:i + 1], obs[i:i + 1]) for i in range(6)])
+    assert np.array_equal(together, alone) and np.abs(together).max() <= VBN_CLIP
+    q = _quadratic(keypoint_features(*raw.keypoints_of(front[:1], obs[:1])))
+    r = _quadratic(keypoint_features(*raw.keypoints_of(np.repeat(front[:1], len(ref), 0), ref)))
+    want = np.clip((q - r.mean(0)) / np.maximum(r.std(0), VBN_FLOOR), -VBN_CLIP, VBN_CLIP)
+    assert np.allclose(together[0], want[0], atol=1e-5)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("motion, pull", [(False, "linear"), (True, "linear"), (False, "windows")])
-def test_the_memo_reuses_frames_without_changing_a_bit(motion, pull):
+@pytest.mark.parametrize("motion, pull, vbn", [(False, "linear", False), (True, "linear", False),
+                                               (False, "windows", False), (False, "windows", True)])
+def test_the_memo_reuses_frames_without_changing_a_bit(motion, pull, vbn):
     """Games played with the memo (frames of the previous step reused) and without it: the
     same features at every step, the same scores; slots reused by new episodes included."""
     from pong.problem import PongProblem
     problem = PongProblem({"type": "pong_keypoints", "keypoints": 3, "hidden": [8], "pull_scale": 0.25,
-                           "motion": motion, "conv": "taps", "pull": pull}, max_steps=150, num_envs=3)
+                           "motion": motion, "conv": "taps", "pull": pull, "vbn": vbn}, max_steps=150, num_envs=3)
     policy = problem.policy
     params = (policy.initial_params(0)[None] + 0.1 * np.random.default_rng(3).standard_normal((4, policy.num_params)))
     layers_all = policy.unflatten(params.astype(np.float32))
@@ -300,13 +355,15 @@ def test_the_memo_reuses_frames_without_changing_a_bit(motion, pull):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("conv, pull", [("blas", "linear"), ("taps", "linear"), ("taps", "windows")])
-def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv, pull):
+@pytest.mark.parametrize("conv, pull, head_inputs", [("blas", "linear", "raw"), ("taps", "linear", "raw"),
+                                                     ("taps", "windows", "raw"), ("taps", "windows", "vbn")])
+def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv, pull, head_inputs):
     runs = []
     for workers in (1, 2):
         cfg = es.config_for("pong", seed=4, generations=2, population=8, max_steps=120, workers=workers,
                             hidden=[8], extra={"policy": "keypoints", "keypoints": 2, "num_envs": 4,
-                                               "keypoint_conv": conv, "pull": pull},
+                                               "keypoint_conv": conv, "pull": pull,
+                                               "head_inputs": head_inputs},
                             reward_goal=1e9, sigma=0.1)
         runs.append(es.train(cfg, final_eval=False))
     assert np.array_equal(runs[0].center, runs[1].center)
