@@ -4,7 +4,9 @@ initialised pixel front end give its head? Plays the shipped agent (``pong/agent
 features and their products) on those observations, and fits a ridge regression from them to
 each of the objects policy's 44 inputs (its 8 numbers read off the pixels by fixed code and
 their products) and to the agent's move (UP +1, DOWN -1, NOOP 0), on every other step, scored
-(``R^2``) on the steps between. Prints one JSON line per design.
+(``R^2``) on the steps between. Then, as ES's first generation would see it: 64 members drawn
+around the design's initial parameters at sigma 0.1, and on how many of every 4th step each
+picks its most frequent action (1: it ignores the picture). Prints one JSON line per design.
 
     python scripts/pong_front_end_probe.py [--steps 2500] > docs/runs/pong-front-end/probe.jsonl
 
@@ -33,9 +35,25 @@ DESIGNS = {   # name -> (policy, what it is)
     "windows, 3": lambda: PongKeypointsPolicy(3, (16,), pull_scale=PULL_SCALE, conv="taps", pull="windows"),
     "windows, 4": lambda: PongKeypointsPolicy(4, (16,), pull_scale=PULL_SCALE, conv="taps", pull="windows"),
     "windows, 6 (attempt 13)": lambda: PongKeypointsPolicy(6, (8,), pull_scale=PULL_SCALE, conv="taps", pull="windows"),
+    "windows, 6, vbn (attempt 14)": lambda: PongKeypointsPolicy(6, (8,), pull_scale=PULL_SCALE, conv="taps",
+                                                                pull="windows", vbn=True),
     "windows, 4, frames+motion": lambda: PongKeypointsPolicy(4, (16,), True, PULL_SCALE, "taps", "windows"),
     "dense band sums (attempts 1-7)": lambda: PongDensePolicy(6),
+    "objects, fixed code (attempt 8, the yardstick)": lambda: make_pong_policy({"type": "pong_objects", "hidden": [16]}),
 }
+
+
+def most_frequent_action_share(policy, obs: np.ndarray, members: int = 64, sigma: float = 0.1) -> float:
+    """The mean over ``members`` perturbed members of the share of steps on which each picks its
+    most frequent action: near 1 when a perturbation moves the action preference everywhere."""
+    rng = np.random.default_rng(0)
+    center = policy.initial_params(0)
+    shares = []
+    for _ in range(members):
+        p = (center + sigma * rng.standard_normal(len(center))).astype(np.float32)
+        a = policy.forward(policy.unflatten(np.repeat(p[None], len(obs), axis=0)), obs)
+        shares.append(np.bincount(a, minlength=3).max() / len(a))
+    return float(np.mean(shares))
 
 
 def r2(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> float:
@@ -75,10 +93,12 @@ def main():
             x = policy.features(front, obs)
         else:
             x = policy.features(obs)
+        share = most_frequent_action_share(policy, obs[::4])
         each = [r2(x, targets[:, i]) for i in range(targets.shape[1]) if targets[:, i].std() > 0]
         print(json.dumps({"design": name, "head_inputs": x.shape[1], "steps": len(obs),
                           "mean_r2_of_objects_inputs": round(float(np.mean(each)), 3),
                           "r2_of_agent_move": round(r2(x, move), 3),
+                          "most_frequent_action_share_sigma_0.1": round(share, 3),
                           "r2": {n: round(r2(x, objects[:, i]), 3) for i, n in enumerate(OBJECT_NAMES)}}), flush=True)
 
 
