@@ -79,8 +79,9 @@ def figure(policy, params, obs, kp, objects, out: Path):
     col, row, presence = kp
     f = dict(zip(OBJECT_NAMES, objects.T))
     colors = plt.cm.tab10(np.arange(k))
-    fig = plt.figure(figsize=(12, 6.5))
-    grid = fig.add_gridspec(2, max(k, 2) + 2)
+    wide = k > 3                      # many keypoints: the frames get a row of their own
+    fig = plt.figure(figsize=(12, 10 if wide else 6.5))
+    grid = fig.add_gridspec(3, max(k, 2), height_ratios=(1, 2.2, 2)) if wide else fig.add_gridspec(2, max(k, 2) + 2)
     for i in range(k):
         ax = fig.add_subplot(grid[0, i])
         lim = np.abs(filters[0, i]).max()
@@ -97,14 +98,18 @@ def figure(policy, params, obs, kp, objects, out: Path):
         ax.set_xticks([]), ax.set_yticks([])
     t = int(np.argmax(f["ball_seen"][200:] > 0)) + 200 if len(obs) > 200 else len(obs) - 1
     for j, tt in enumerate((t, min(t + 6, len(obs) - 1))):
-        ax = fig.add_subplot(grid[0, k + j] if k + j < grid.ncols else grid[1, j])
+        if wide:
+            half = max(k, 2) // 2
+            ax = fig.add_subplot(grid[1, j * half:(j + 1) * half])
+        else:
+            ax = fig.add_subplot(grid[0, k + j] if k + j < grid.ncols else grid[1, j])
         ax.imshow(obs[tt, 3], cmap="gray")
         for i in range(k):
             ax.plot(col[tt, i, :], row[tt, i, :], "-", color=colors[i], lw=1)
             ax.plot(col[tt, i, 3], row[tt, i, 3], "o", ms=9, mfc="none", mec=colors[i], mew=2)
         ax.set_title(f"step {tt}: keypoints over the frame\n(line: the 4 stacked frames)", fontsize=9)
         ax.set_xticks([]), ax.set_yticks([])
-    ax = fig.add_subplot(grid[1, :])
+    ax = fig.add_subplot(grid[2 if wide else 1, :])
     span = slice(max(0, t - 100), min(len(obs), t + 200))
     steps = np.arange(len(obs))[span]
     ball = np.where(f["ball_seen"] == 1, f["ball_y"] * 10 + 20.5, np.nan)
@@ -112,8 +117,11 @@ def figure(policy, params, obs, kp, objects, out: Path):
     ax.plot(steps, (f["paddle_y"] * 10 + 20.5)[span], "g-", lw=3, alpha=0.3, label="our paddle's row (yardstick)")
     ax.plot(steps, (f["opponent_y"] * 10 + 20.5)[span], "-", color="tab:orange", lw=3, alpha=0.25,
             label="the opponent's row (yardstick)")
-    for i in range(k):
-        ax.plot(steps, row[span, i, 3], "-", color=colors[i], lw=1.2, label=f"keypoint {i}'s row")
+    windows = getattr(policy, "pull", "linear") == "windows"
+    for i in range(k):   # a window's row where it holds something (presence > 0.5): elsewhere it idles at its centre
+        r = np.where(presence[span, i, 3] > 0.5, row[span, i, 3], np.nan) if windows else row[span, i, 3]
+        ax.plot(steps, r, "-", color=colors[i], lw=1.2,
+                label=f"keypoint {i}'s row" + (" where it holds something" if windows else ""))
     ax.invert_yaxis()
     ax.set_xlabel("agent step")
     ax.set_ylabel("row (pixels)")
