@@ -144,7 +144,8 @@ def same_games_replayed(problem, center, population: int, seed: int = 0, sigma: 
 
     def choose(episodes, obs):
         layers = [tuple(a[episodes] for a in layer) for layer in layers_all]
-        a = problem.policy.forward(layers, obs, memo, episodes) if memo is not None else problem.policy.forward(layers, obs)
+        policy = problem.policy
+        a = policy.forward(layers, obs, memo, episodes) if memo is not None else policy.forward(layers, obs)
         for e, x in zip(episodes.tolist(), a.tolist()):
             actions[e].append(x)
         return a

@@ -42,6 +42,13 @@ whose rounding depends on how many windows the whole stack holds. A frame's keyp
 depend on that frame alone, and a game's next observation shares 3 of its 4 frames with the
 last one: ``KeypointMemo`` reuses them (2 with ``motion``, where the oldest frame's change is
 0), checked byte for byte, so the memo changes the time and no result.
+
+**Two options of attempts 13 and 14.** ``pull="windows"``: each keypoint looks through a
+learned window along the columns (``window_tables``), the ``k`` windows tiling the field evenly
+at first, so that a window holds the ball alone while the ball crosses its stretch. ``vbn``:
+the head's inputs are centred and scaled by their mean and spread over a fixed reference batch
+of observations (``normalize``), the paper's virtual batch normalization; without it the
+members of a generation scored alike (docs/pong.md).
 """
 from __future__ import annotations
 
@@ -127,7 +134,8 @@ def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     if pulls.ndim == 4:                                      # windows: column and row logit tables
         pull = pulls[:, :, 0, None, :] + pulls[:, :, 1, :, None]
     else:
-        pull = pulls[:, :, 0, None, None] * _COORD[None, None, None, :] + pulls[:, :, 1, None, None] * _COORD[None, None, :, None]
+        pull = (pulls[:, :, 0, None, None] * _COORD[None, None, None, :]
+                + pulls[:, :, 1, None, None] * _COORD[None, None, :, None])
     logits = np.minimum(SHARPNESS * (conv + pull[:, :, None]), MAX_LOGIT)
     e = np.exp(logits).reshape(r, -1, FRAMES, SIZE * SIZE)
     z = e.sum(axis=-1)
@@ -471,12 +479,13 @@ class PongKeypointsPolicy(Policy):
         """Virtual batch normalization (Salimans et al. 2017, after 2016) of the head's inputs:
         each row's ``q`` minus their mean over the reference batch (``reference_batch``: 64
         observations chosen once), divided by their spread there (at least ``VBN_FLOOR``), both
-        computed with that row's own front end, and clipped to ``+-VBN_CLIP``. Why: the raw inputs carry large offsets that do
-        not depend on the picture (a window's column where it is empty, its square, their
-        products), so a perturbed head mostly shifts which action it prefers everywhere, and
-        every member of a generation loses alike; centred and scaled, a perturbation changes how
-        the member responds to the picture. Computed once per member and kept in ``memo``; each
-        member alone, so its values do not depend on the others in the batch."""
+        computed with that row's own front end, and clipped to ``+-VBN_CLIP``. Why: the raw
+        inputs carry large offsets that do not depend on the picture (a window's column where it
+        is empty, its square, their products), so a perturbed head mostly shifts which action it
+        prefers everywhere, and every member of a generation loses alike; centred and scaled, a
+        perturbation changes how the member responds to the picture. Computed once per member
+        and kept in ``memo``; each member alone, so its values do not depend on the others in
+        the batch."""
         front = np.ascontiguousarray(front)
         cache = memo.reference_stats if memo is not None else {}
         mean, spread = np.empty_like(q), np.empty_like(q)

@@ -31,7 +31,8 @@ from pong.policy import OBJECT_NAMES, PongDensePolicy, make_pong_policy, object_
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DESIGNS = {   # name -> (policy, what it is)
-    "keypoints, 2, linear pulls (attempt 10)": lambda: PongKeypointsPolicy(2, (16,), pull_scale=PULL_SCALE, conv="taps"),
+    "keypoints, 2, linear pulls (attempt 10)": lambda: PongKeypointsPolicy(2, (16,), pull_scale=PULL_SCALE,
+                                                                           conv="taps"),
     "windows, 3": lambda: PongKeypointsPolicy(3, (16,), pull_scale=PULL_SCALE, conv="taps", pull="windows"),
     "windows, 4": lambda: PongKeypointsPolicy(4, (16,), pull_scale=PULL_SCALE, conv="taps", pull="windows"),
     "windows, 6 (attempt 13)": lambda: PongKeypointsPolicy(6, (8,), pull_scale=PULL_SCALE, conv="taps", pull="windows"),
@@ -39,7 +40,8 @@ DESIGNS = {   # name -> (policy, what it is)
                                                                 pull="windows", vbn=True),
     "windows, 4, frames+motion": lambda: PongKeypointsPolicy(4, (16,), True, PULL_SCALE, "taps", "windows"),
     "dense band sums (attempts 1-7)": lambda: PongDensePolicy(6),
-    "objects, fixed code (attempt 8, the yardstick)": lambda: make_pong_policy({"type": "pong_objects", "hidden": [16]}),
+    "objects, fixed code (attempt 8, the yardstick)": lambda: make_pong_policy({"type": "pong_objects",
+                                                                                "hidden": [16]}),
 }
 
 
