@@ -124,10 +124,13 @@ class PongProblem(Problem):
         """RGB frames of one full game (every ``every``-th agent step) for a GIF."""
         env = make_pong(render_mode="rgb_array")
         layers = self.policy.unflatten(np.asarray(params, dtype=np.float32)[None, :])
+        memo = self.policy.new_memo() if isinstance(self.policy, PongKeypointsPolicy) else None
         obs, _ = env.reset(seed=int(seed))
         frames, done, t = [env.render()], False, 0
         while not done and len(frames) < max_frames:
-            a = self.policy.forward(layers, np.rint(obs[None] * 255).astype(np.uint8))[0]
+            x = np.rint(obs[None] * 255).astype(np.uint8)
+            a = (self.policy.forward(layers, x, memo, np.zeros(1, np.int64)) if memo is not None
+                 else self.policy.forward(layers, x))[0]
             obs, _, term, trunc, _ = env.step(int(a))
             done, t = term or trunc, t + 1
             if t % every == 0 or done:
