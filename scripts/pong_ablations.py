@@ -9,7 +9,9 @@ runs differ in one design choice at a time where they can:
 - objects (attempt 8): positions read off the pixels by fixed code, the yardstick;
 - keypoints, pull scale 1 (attempt 9) against 0.25 (attempt 10): how much the pulls may move;
 - keypoints on frames, 2 keypoints (attempt 10) against frames+motion, 3 keypoints (attempt 11);
-- frames+motion with 2 keypoints and a head of 8 (attempt 12, 595 parameters): a smaller search.
+- frames+motion with 2 keypoints and a head of 8 (attempt 12, 595 parameters): a smaller search;
+- six windows along the columns, a head of 8 (attempt 13) against the same with virtual batch
+  normalization of the head's inputs (attempt 14): the same seed, one choice apart.
 
     python scripts/pong_ablations.py [--block 30] [--until 120]
 
@@ -26,7 +28,9 @@ RUNS = [("objects (attempt 8)", "pong-objects-s9"),
         ("keypoints, pull scale 1 (attempt 9)", "pong-keypoints-s11"),
         ("keypoints, frames, 2 keypoints (attempt 10)", "pong-keypoints-s0"),
         ("keypoints, frames+motion, 3 keypoints (attempt 11)", "pong-keypoints-motion3-s0"),
-        ("keypoints, frames+motion, 2 keypoints, hidden 8 (attempt 12)", "pong-keypoints-motion2-h8-s3")]
+        ("keypoints, frames+motion, 2 keypoints, hidden 8 (attempt 12)", "pong-keypoints-motion2-h8-s3"),
+        ("windows, 6 keypoints, hidden 8 (attempt 13)", "pong-windows6-s0"),
+        ("windows, 6 keypoints, hidden 8, vbn (attempt 14)", "pong-windows6-vbn-s0")]
 
 
 def table(block: int = 30, until: int = 120) -> str:
