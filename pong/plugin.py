@@ -88,16 +88,12 @@ def check_config(config) -> None:
             raise ESError(f"--{key} applies to --policy keypoints only")
     if config.extra.get("inputs", "frames") not in INPUTS:
         raise ESError(f"--inputs must be one of {', '.join(INPUTS)}, got {config.extra.get('inputs')!r}")
-    if config.extra.get("pull", "linear") not in PULLS:
-        raise ESError(f"--pull must be one of {', '.join(PULLS)}, got {config.extra.get('pull')!r}")
-    if config.extra.get("pull") == "windows" and config.extra.get("keypoint_conv", "blas") != "taps":
-        raise ESError("--pull windows needs the per-frame sums (keypoint_conv taps), which runs started "
-                      "before them lack")
-    if config.extra.get("head_inputs", "raw") not in HEAD_INPUTS:
-        raise ESError(f"--head-inputs must be one of {', '.join(HEAD_INPUTS)}, got {config.extra.get('head_inputs')!r}")
-    if config.extra.get("head_inputs") == "vbn" and config.extra.get("keypoint_conv", "blas") != "taps":
-        raise ESError("--head-inputs vbn needs the per-frame sums (keypoint_conv taps), which runs started "
-                      "before them lack")
+    for key, flag, choices, needs_taps in TAPS_OPTIONS:
+        if config.extra.get(key, choices[0]) not in choices:
+            raise ESError(f"{flag} must be one of {', '.join(choices)}, got {config.extra.get(key)!r}")
+        if config.extra.get(key) == needs_taps and config.extra.get("keypoint_conv", "blas") != "taps":
+            raise ESError(f"{flag} {needs_taps} needs the per-frame sums (keypoint_conv taps), which runs started "
+                          "before them lack")
     if config.extra.get("keypoint_conv", "blas") not in CONVS:
         raise ESError(f"keypoint_conv must be one of {', '.join(CONVS)}, got {config.extra.get('keypoint_conv')!r}")
     n = config.extra.get("num_envs", 32)
@@ -108,6 +104,9 @@ def check_config(config) -> None:
 # Pong's own train flags (python -m es train pong --policy conv ...), set in config.extra.
 POLICY_FLAGS = ("dense", "conv", "objects", "keypoints")
 INPUTS = ("frames", "frames+motion")
+# --policy keypoints options whose second choice exists only with the per-frame sums:
+# (config key, flag, choices with the default first, the choice that needs keypoint_conv taps)
+TAPS_OPTIONS = (("pull", "--pull", PULLS, "windows"), ("head_inputs", "--head-inputs", HEAD_INPUTS, "vbn"))
 FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or MLP read-out), conv, objects "
                           "(ball, paddles and their products read off the pixels by fixed code, an MLP read-out) or "
                           "keypoints (learned filters and a spatial soft-argmax find what to track; their positions, "

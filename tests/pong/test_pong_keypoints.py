@@ -168,20 +168,16 @@ def test_the_keypoints_flag_is_checked():
         es.config_for("pong", extra={"policy": "objects", "keypoints": 3})
     with pytest.raises(ESError, match="--inputs"):
         es.config_for("pong", extra={"policy": "keypoints", "inputs": "pixels"})
-    with pytest.raises(ESError, match="--pull must be"):
-        es.config_for("pong", extra={"policy": "keypoints", "pull": "grid"})
-    with pytest.raises(ESError, match="--policy keypoints"):
-        es.config_for("pong", extra={"policy": "dense", "pull": "windows"})
-    with pytest.raises(ESError, match="--pull windows needs"):
-        es.config_for("pong", extra={"policy": "keypoints", "pull": "windows", "keypoint_conv": "blas"})
+    for key, flag, bad, taps_only, other_policy in (("pull", "--pull", "grid", "windows", "dense"),
+                                                    ("head_inputs", "--head-inputs", "bn", "vbn", "objects")):
+        with pytest.raises(ESError, match=f"{flag} must be"):
+            es.config_for("pong", extra={"policy": "keypoints", key: bad})
+        with pytest.raises(ESError, match="--policy keypoints"):
+            es.config_for("pong", extra={"policy": other_policy, key: taps_only})
+        with pytest.raises(ESError, match=f"{flag} {taps_only} needs"):
+            es.config_for("pong", extra={"policy": "keypoints", key: taps_only, "keypoint_conv": "blas"})
     with pytest.raises(ValueError, match="needs conv"):
         PongKeypointsPolicy(3, pull="windows")
-    with pytest.raises(ESError, match="--head-inputs must be"):
-        es.config_for("pong", extra={"policy": "keypoints", "head_inputs": "bn"})
-    with pytest.raises(ESError, match="--policy keypoints"):
-        es.config_for("pong", extra={"policy": "objects", "head_inputs": "vbn"})
-    with pytest.raises(ESError, match="--head-inputs vbn needs"):
-        es.config_for("pong", extra={"policy": "keypoints", "head_inputs": "vbn", "keypoint_conv": "blas"})
     with pytest.raises(ValueError, match="vbn needs conv"):
         PongKeypointsPolicy(3, vbn=True)
     from pong.plugin import make_problem
