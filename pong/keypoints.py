@@ -273,47 +273,51 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     return col, row, total(e_near * busy) / z
 
 
+def _padded(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` with zero rows appended up to ``n`` rows."""
+    return np.concatenate([a, np.zeros((n - len(a), *a.shape[1:]), a.dtype)])
+
+
 class KeypointMemo:
     """What a ``conv="taps"`` policy saw at the previous step of each episode of one
     ``PongGames.play``: the observation and its frames' keypoints, by episode number. A frame is
     reused only where the new observation's older frames are the previous one's newer frames,
-    byte for byte, so the memo changes no result, only the time (tests compare). A windows
-    policy's column and row logits are kept too, per episode with the pull parameters they came
-    from, and reused where those are the same bytes (a member's parameters do not change during
-    its game; ``window_tables`` is a quarter of that policy's forward pass)."""
+    byte for byte, so the memo changes no result, only the time (tests compare). What depends
+    on a member's parameters alone (a windows policy's column and row logits, ``window_tables``,
+    a quarter of its forward pass; vbn's statistics, 256 frames) is kept too, per episode with
+    the parameters it came from, and reused where those are the same bytes (``derived``)."""
 
     def __init__(self, keypoints: int):
         self.obs = np.zeros((0, FRAMES, SIZE, SIZE), dtype=np.uint8)
         self.values = np.zeros((0, 3, keypoints, FRAMES))            # column, row, presence
         self.valid = np.zeros(0, dtype=bool)
-        self.pulls = np.zeros((0, keypoints, 3))                     # windows: the parameters ...
-        self.tables = np.zeros((0, keypoints, 2, SIZE))              # ... and their logits
-        self.has_tables = np.zeros(0, dtype=bool)
-        self.reference_stats: dict = {}                              # vbn: front bytes -> (mean, spread)
+        self._derived: dict = {}   # name -> {"params", "values", "valid"}, each indexed by episode
 
     def _grow(self, n: int) -> None:
         if n > len(self.valid):
             n = max(n, 2 * len(self.valid))
-            pad = n - len(self.valid)
-            self.obs = np.concatenate([self.obs, np.zeros((pad, *self.obs.shape[1:]), np.uint8)])
-            self.values = np.concatenate([self.values, np.zeros((pad, *self.values.shape[1:]))])
-            self.valid = np.concatenate([self.valid, np.zeros(pad, dtype=bool)])
-            self.pulls = np.concatenate([self.pulls, np.zeros((pad, *self.pulls.shape[1:]))])
-            self.tables = np.concatenate([self.tables, np.zeros((pad, *self.tables.shape[1:]))])
-            self.has_tables = np.concatenate([self.has_tables, np.zeros(pad, dtype=bool)])
+            self.obs, self.values, self.valid = (_padded(a, n) for a in (self.obs, self.values, self.valid))
 
-    def window_tables(self, keys: np.ndarray, pulls: np.ndarray, scale: float) -> np.ndarray:
-        """``window_tables(pulls, scale)``, computed only for the episodes whose pull parameters
-        differ (byte for byte) from those of their previous step."""
-        self._grow(int(keys.max()) + 1 if len(keys) else 0)
-        same = self.has_tables[keys] & (self.pulls[keys] == pulls).all(axis=(1, 2))
-        out = np.empty((len(keys), *self.tables.shape[1:]))
-        out[same] = self.tables[keys[same]]
+    def derived(self, name: str, keys, params: np.ndarray, compute) -> np.ndarray:
+        """``compute(params)`` (row by row: each row's values from that row alone), computed only
+        for the episodes (``keys``) whose ``params`` differ, byte for byte, from those it was last
+        computed from; the rest are the kept values."""
+        keys = np.asarray(keys, dtype=np.int64)
+        kept = self._derived.setdefault(name, {"params": np.zeros((0, *params.shape[1:]), params.dtype),
+                                               "valid": np.zeros(0, dtype=bool)})
+        need = int(keys.max(initial=-1)) + 1
+        if need > len(kept["valid"]):
+            size = max(need, 2 * len(kept["valid"]))
+            for field, a in kept.items():
+                kept[field] = _padded(a, size)
+        same = kept["valid"][keys] & (kept["params"][keys] == params).reshape(len(keys), -1).all(axis=1)
         new = np.flatnonzero(~same)
         if len(new):
-            out[new] = window_tables(pulls[new], scale)
-            self.pulls[keys[new]], self.tables[keys[new]], self.has_tables[keys[new]] = pulls[new], out[new], True
-        return out
+            fresh = compute(params[new])
+            if "values" not in kept:                                 # their shape, from the first
+                kept["values"] = np.zeros((len(kept["valid"]), *fresh.shape[1:]))
+            kept["params"][keys[new]], kept["values"][keys[new]], kept["valid"][keys[new]] = params[new], fresh, True
+        return kept["values"][keys]
 
 
 def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
@@ -442,7 +446,7 @@ class PongKeypointsPolicy(Policy):
         episode's previous step (``conv="taps"`` only)."""
         filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels, self.pull_params)
         if self.pull == "windows" and memo is not None:
-            pulls = memo.window_tables(np.asarray(keys, dtype=np.int64), pulls, self.pull_scale)
+            pulls = memo.derived("window_tables", keys, pulls, lambda p: window_tables(p, self.pull_scale))
         elif self.pull == "windows":
             pulls = window_tables(pulls, self.pull_scale)
         elif self.pull_scale != 1.0:
@@ -473,9 +477,10 @@ class PongKeypointsPolicy(Policy):
 
     def features(self, front: np.ndarray, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
         q = _quadratic(keypoint_features(*self.keypoints_of(front, obs, memo, keys)))
-        return (self.normalize(front, q, memo) if self.vbn else q).astype(np.float32)
+        return (self.normalize(front, q, memo, keys) if self.vbn else q).astype(np.float32)
 
-    def normalize(self, front: np.ndarray, q: np.ndarray, memo: KeypointMemo | None = None) -> np.ndarray:
+    def normalize(self, front: np.ndarray, q: np.ndarray, memo: KeypointMemo | None = None,
+                  keys=None) -> np.ndarray:
         """Virtual batch normalization (Salimans et al. 2017, after 2016) of the head's inputs:
         each row's ``q`` minus their mean over the reference batch (``reference_batch``: 64
         observations chosen once), divided by their spread there (at least ``VBN_FLOOR``), both
@@ -484,20 +489,23 @@ class PongKeypointsPolicy(Policy):
         is empty, its square, their products), so a perturbed head mostly shifts which action it
         prefers everywhere, and every member of a generation loses alike; centred and scaled, a
         perturbation changes how the member responds to the picture. Computed once per member
-        and kept in ``memo``; each member alone, so its values do not depend on the others in
-        the batch."""
-        front = np.ascontiguousarray(front)
-        cache = memo.reference_stats if memo is not None else {}
-        mean, spread = np.empty_like(q), np.empty_like(q)
+        and episode (``memo.derived``; without a memo, once per distinct row); each member
+        alone, so its values do not depend on the others in the batch."""
+        front = np.asarray(front)
+        if memo is None:                      # rows with the same parameters share their statistics
+            memo, keys = KeypointMemo(self.keypoints), np.unique(front, axis=0, return_inverse=True)[1].reshape(-1)
+        stats = memo.derived("reference_stats", keys, front, self._reference_stats)
+        return np.clip((q - stats[:, 0]) / stats[:, 1], -VBN_CLIP, VBN_CLIP)
+
+    def _reference_stats(self, front: np.ndarray) -> np.ndarray:
+        """``(rows, 2, features)``: each row's mean and spread (floored) over the reference batch,
+        member by member."""
+        ref = reference_batch()
+        out = []
         for i in range(len(front)):
-            key = front[i].tobytes()
-            if key not in cache:
-                ref = reference_batch()
-                rows = np.repeat(front[i:i + 1], len(ref), axis=0)
-                r = _quadratic(keypoint_features(*self.keypoints_of(rows, ref)))
-                cache[key] = (r.mean(axis=0), np.maximum(r.std(axis=0), VBN_FLOOR))
-            mean[i], spread[i] = cache[key]
-        return np.clip((q - mean) / spread, -VBN_CLIP, VBN_CLIP)
+            r = _quadratic(keypoint_features(*self.keypoints_of(np.repeat(front[i:i + 1], len(ref), axis=0), ref)))
+            out.append((r.mean(axis=0), np.maximum(r.std(axis=0), VBN_FLOOR)))
+        return np.array(out).reshape(len(front), 2, self.num_features)
 
     def forward(self, layers, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
         (front,), *head = layers
