@@ -139,18 +139,12 @@ def same_games_replayed(problem, center, population: int, seed: int = 0, sigma: 
     seeds = 900_000 + np.arange(len(rows))
     games = problem._games_for(len(rows))
     actions = [[] for _ in rows]
-    layers_all = problem.policy.unflatten(rows)
-    memo = problem.policy.new_memo() if isinstance(problem.policy, PongKeypointsPolicy) else None
 
-    def choose(episodes, obs):
-        layers = [tuple(a[episodes] for a in layer) for layer in layers_all]
-        policy = problem.policy
-        a = policy.forward(layers, obs, memo, episodes) if memo is not None else policy.forward(layers, obs)
-        for e, x in zip(episodes.tolist(), a.tolist()):
+    def record(episodes, chosen):
+        for e, x in zip(episodes.tolist(), np.asarray(chosen).tolist()):
             actions[e].append(x)
-        return a
     t0 = time.perf_counter()
-    _, lengths = games.play(choose, seeds, problem.max_steps)
+    _, lengths = problem._play(rows, np.arange(len(rows)), seeds, problem.max_steps, record=record)
     played = time.perf_counter() - t0
     step = np.zeros(len(rows), dtype=np.int64)
 

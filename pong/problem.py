@@ -88,7 +88,9 @@ class PongProblem(Problem):
         self._games.warm_up(episodes)
         return self._games
 
-    def _play(self, params, rows, seeds, max_steps):
+    def _play(self, params, rows, seeds, max_steps, record=None):
+        """``record(episodes, actions)``, if given, sees every step's choice (benchmarks/pong.py
+        replays them)."""
         self._games_for(0)
         layers_all = self.policy.unflatten(np.asarray(params, dtype=np.float32))
         rows = np.asarray(rows, dtype=np.int64)
@@ -98,8 +100,12 @@ class PongProblem(Problem):
         def choose(episodes, obs):
             layers = [tuple(a[rows[episodes]] for a in layer) for layer in layers_all]
             if memo is not None:          # frames seen at the previous step: reused, same bits
-                return self.policy.forward(layers, obs, memo, episodes)
-            return self.policy.forward(layers, obs)
+                actions = self.policy.forward(layers, obs, memo, episodes)
+            else:
+                actions = self.policy.forward(layers, obs)
+            if record is not None:
+                record(episodes, actions)
+            return actions
 
         return self._games.play(choose, seeds, max_steps)
 
