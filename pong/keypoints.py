@@ -74,6 +74,7 @@ _OFFSETS = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
 _DY = np.array([dy for dy, _ in _OFFSETS])
 _DX = np.array([dx for _, dx in _OFFSETS])
 _PADDED_OFFSETS = _DY * (SIZE + 2) + _DX                      # frame_keypoints' (44, 44) planes
+_PIXELS = SIZE * SIZE
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
 CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv)
 PULLS = ("linear", "windows")  # where each keypoint may look (PongKeypointsPolicy's pull)
@@ -220,10 +221,12 @@ def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     return col, row, total(e_near * busy) / z
 
 
-def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
+def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray | None, field=None):
     """The keypoints of single frames, each from its own pixels only (``conv="taps"``):
     ``images (m, channels, 42, 42)`` (``_frames``' integers, one frame of one row each),
     ``filters (m, k, 9 channels)``, ``pulls (m, k, 2)`` -> (column, row, presence), each ``(m, k)``.
+    ``field``: instead of ``pulls``, ``(table, at)``: a windows policy's ``window_field`` per
+    member and the member of each image (``at (m,)``); the same numbers, looked up.
 
     The same softmax as ``sparse_keypoints``, but the filter's response is summed source pixel by
     source pixel: every pixel that differs from the field adds ``value x tap`` to the 9 pixels
@@ -259,9 +262,17 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     ni, yx = np.divmod(near, side * side)
     yi, xi = np.divmod(yx, side)
     yi, xi = yi - 1, xi - 1
-    e_near, e_extra = _near_exponentials(conv, pulls, ni, xi, yi)
+    if field is None:
+        e_near, e_extra = _near_exponentials(conv, pulls, ni, xi, yi)
+        base_z, base_col, base_row = _empty_field(pulls)
+    else:
+        table, at = field
+        flat_table = table.reshape(-1, k)                      # one index per lookup: np.take is fast
+        here = at[ni] * table.shape[1] + yi * SIZE + xi
+        e_near = np.exp(np.minimum(SHARPNESS * (conv + np.take(flat_table, here, axis=0)), MAX_LOGIT))
+        e_extra = e_near - np.take(flat_table, here + _PIXELS, axis=0)
+        base_z, base_col, base_row = table[at, 2 * _PIXELS:].transpose(1, 0, 2)
     busy = images.any(axis=1).reshape(-1)[(ni * SIZE + yi) * SIZE + xi][:, None]
-    base_z, base_col, base_row = _empty_field(pulls)
     bins = (ni * k)[:, None] + np.arange(k)
 
     def total(w):
@@ -283,8 +294,9 @@ class KeypointMemo:
     ``PongGames.play``: the observation and its frames' keypoints, by episode number. A frame is
     reused only where the new observation's older frames are the previous one's newer frames,
     byte for byte, so the memo changes no result, only the time (tests compare). What depends
-    on a member's parameters alone (a windows policy's column and row logits, ``window_tables``,
-    a quarter of its forward pass; vbn's statistics, 256 frames) is kept too, per episode with
+    on a member's parameters alone (a windows policy's pull logits and their exponentials at
+    every pixel, ``window_field``, which a step would otherwise compute at the pixels near
+    something and over the empty field; vbn's statistics, 256 frames) is kept too, per episode with
     the parameters it came from, and reused where those are the same bytes (``derived``)."""
 
     def __init__(self, keypoints: int):
@@ -298,10 +310,11 @@ class KeypointMemo:
             n = max(n, 2 * len(self.valid))
             self.obs, self.values, self.valid = (_padded(a, n) for a in (self.obs, self.values, self.valid))
 
-    def derived(self, name: str, keys, params: np.ndarray, compute) -> np.ndarray:
+    def derived(self, name: str, keys, params: np.ndarray, compute, gather: bool = True):
         """``compute(params)`` (row by row: each row's values from that row alone), computed only
         for the episodes (``keys``) whose ``params`` differ, byte for byte, from those it was last
-        computed from; the rest are the kept values."""
+        computed from; the rest are the kept values. ``gather=False``: ``(kept, keys)``, all
+        kept values and where each row's are, for values too large to copy at every step."""
         keys = np.asarray(keys, dtype=np.int64)
         kept = self._derived.setdefault(name, {"params": np.zeros((0, *params.shape[1:]), params.dtype),
                                                "valid": np.zeros(0, dtype=bool)})
@@ -317,7 +330,7 @@ class KeypointMemo:
             if "values" not in kept:                                 # their shape, from the first
                 kept["values"] = np.zeros((len(kept["valid"]), *fresh.shape[1:]))
             kept["params"][keys[new]], kept["values"][keys[new]], kept["valid"][keys[new]] = params[new], fresh, True
-        return kept["values"][keys]
+        return kept["values"][keys] if gather else (kept["values"], keys)
 
 
 def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
@@ -333,6 +346,19 @@ def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
     columns = -0.5 * WINDOW_DEPTH * ((_COORD - centre) / width) ** 4
     rows = scale * pulls[:, :, 2, None] * _COORD
     return np.stack([columns, rows], axis=2)
+
+
+def window_field(tables: np.ndarray) -> np.ndarray:
+    """What a windows policy's softmax needs of its pulls alone, for every pixel, to look up
+    rather than compute at each step (``frame_keypoints``' ``field``): ``window_tables``
+    ``(rows, k, 2, 42)`` -> ``(rows, 2 x 1764 + 3, k)``: per pixel (row-major) the pull's logit
+    (column logit + row logit) and ``exp(SHARPNESS x logit)``, then the empty field's three sums
+    (``_empty_field``). The very operations ``_near_exponentials`` and ``_empty_field`` do, so
+    the same bits; 10,584 exponentials per member and episode, where a step takes some 900."""
+    rows, k = tables.shape[:2]
+    logit = (tables[:, :, 0, None, :] + tables[:, :, 1, :, None]).transpose(0, 2, 3, 1).reshape(rows, _PIXELS, k)
+    empty = np.stack(_empty_field(tables), axis=1)
+    return np.concatenate([logit, np.exp(np.minimum(SHARPNESS * logit, MAX_LOGIT)), empty], axis=1)
 
 
 def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) -> np.ndarray:
@@ -445,8 +471,10 @@ class PongKeypointsPolicy(Policy):
         ``memo`` and ``keys`` (each row's episode number): reuse the frames row ``i`` saw at its
         episode's previous step (``conv="taps"`` only)."""
         filters, pulls = _unpack(np.asarray(front), self.keypoints, self.channels, self.pull_params)
-        if self.pull == "windows" and memo is not None:
-            pulls = memo.derived("window_tables", keys, pulls, lambda p: window_tables(p, self.pull_scale))
+        field = None
+        if self.pull == "windows" and memo is not None:    # the pulls' part of the softmax, once per episode
+            field = memo.derived("window_field", keys, pulls,
+                                 lambda p: window_field(window_tables(p, self.pull_scale)), gather=False)
         elif self.pull == "windows":
             pulls = window_tables(pulls, self.pull_scale)
         elif self.pull_scale != 1.0:
@@ -467,7 +495,10 @@ class PongKeypointsPolicy(Policy):
             values[hit[:, None], :, :, older - 1] = memo.values[keys[hit]][:, :, :, older].transpose(0, 3, 1, 2)
             need[hit[:, None], older - 1] = False
         ri, fi = np.nonzero(need)
-        col, row, presence = frame_keypoints(x[ri, fi], filters[ri], pulls[ri])
+        if field is None:
+            col, row, presence = frame_keypoints(x[ri, fi], filters[ri], pulls[ri])
+        else:
+            col, row, presence = frame_keypoints(x[ri, fi], filters[ri], None, (field[0], field[1][ri]))
         values[ri, :, :, fi] = np.stack([col, row, presence], axis=1)
         if memo is not None:
             memo.obs[keys] = obs

@@ -3,6 +3,7 @@ the dense one, it knows nothing of where Pong's objects are (it is translation-e
 a member's action does not depend on its batch, and training with it is bit-identical for any
 number of workers."""
 import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from pong.keypoints import (FEATURES_PER_KEYPOINT, PULL_SCALE, VBN_CLIP, VBN_FLO
 from pong.plugin import validate_spec
 from pong.policy import BACKGROUND, make_pong_policy
 
+ROOT = Path(__file__).resolve().parents[2]
 PINNED = "eb01c8196da4578a"   # keypoint features on game 11 (test_the_keypoints_are_pinned_bit_for_bit)
 
 
@@ -134,6 +136,47 @@ def test_the_keypoints_are_pinned_bit_for_bit():
         return np.full(len(episodes), (len(seen) // 9) % 3)
     PongGames(1, downsample_batch, stack_batch).play(choose, [11], max_steps=300)
     assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == PINNED
+
+
+PINNED_TAPS = {(True, "linear", False): "7967fda0ab39cb7e", (False, "windows", False): "85d8f16bda4ad6a0",
+               (False, "windows", True): "86e629564d44950c"}
+
+
+@pytest.mark.parametrize("motion, pull, vbn", sorted(PINNED_TAPS))
+def test_per_frame_designs_are_pinned_bit_for_bit(motion, pull, vbn):
+    """Features of two games (11 and 12, 300 steps, the memo on) for the per-frame designs of
+    attempts 11-15, two perturbed members: a run resumed after a change to how they are
+    computed would continue with another policy."""
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    policy = PongKeypointsPolicy(3, (8,), motion, pull_scale=0.25, conv="taps", pull=pull, vbn=vbn)
+    params = policy.initial_params(0)[None] + 0.1 * np.random.default_rng(5).standard_normal((2, policy.num_params))
+    front = policy.unflatten(params.astype(np.float32))[0][0]
+    memo, seen = policy.new_memo(), []
+
+    def choose(episodes, obs):
+        seen.append(policy.features(front[episodes % 2], obs, memo, episodes))
+        return np.full(len(episodes), (len(seen) // 9) % 3)
+    PongGames(2, downsample_batch, stack_batch).play(choose, [11, 12], max_steps=300)
+    assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == PINNED_TAPS[motion, pull, vbn]
+
+
+def test_attempt_14s_trained_front_end_is_pinned_bit_for_bit():
+    """The same for attempt 14's checkpoint (narrowed windows, learned filters): attempt 15
+    continues from it."""
+    from es.checkpoint import load_checkpoint
+    from pong.env import downsample_batch, stack_batch
+    from pong.games import PongGames
+    center, _, _ = load_checkpoint(ROOT / "docs/runs/pong-windows6-vbn-s0/checkpoint.npz")
+    policy = PongKeypointsPolicy(6, (8,), False, pull_scale=0.25, conv="taps", pull="windows", vbn=True)
+    front = policy.unflatten(center[None].astype(np.float32))[0][0]
+    memo, seen = policy.new_memo(), []
+
+    def choose(episodes, obs):
+        seen.append(policy.features(front[episodes * 0], obs, memo, episodes))
+        return np.full(len(episodes), (len(seen) // 9) % 3)
+    PongGames(2, downsample_batch, stack_batch).play(choose, [11, 12], max_steps=300)
+    assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == "a77726a748cb3431"
 
 
 @pytest.mark.parametrize("spec, ok", [({"type": "pong_keypoints"}, True),
