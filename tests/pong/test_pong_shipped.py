@@ -60,12 +60,16 @@ def test_bad_weights_give_a_clear_error(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_the_shipped_score_is_on_games_the_run_never_trained_on(name):
-    """The record's evaluation seeds hold no game seed of any generation of the run."""
+    """The record's evaluation seeds hold no game seed of any generation of the run, nor of the
+    runs it started from (``--init``: ``started_from``)."""
     from es.seeding import episode_seeds
     info = json.loads((PONG / f"{name}.json").read_text())
-    cfg, first = info["config"], info["eval"]["seed"]
-    per_generation = max(cfg["episodes_per_member"], cfg["center_episodes"])    # as es.training draws them
-    trained = {int(s) for g in range(info["generations"]) for s in episode_seeds(cfg["seed"], g, per_generation)}
+    first = info["eval"]["seed"]
+    trained = set()
+    for run in [info, *info.get("started_from", [])]:
+        cfg = run["config"]
+        per_generation = max(cfg["episodes_per_member"], cfg["center_episodes"])    # as es.training draws them
+        trained |= {int(s) for g in range(run["generations"]) for s in episode_seeds(cfg["seed"], g, per_generation)}
     assert not trained & set(range(first, first + info["eval"]["episodes"]))
 
 
@@ -84,3 +88,42 @@ def test_the_ship_script_refuses_seeds_the_run_trained_on():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "trained on" in out.stderr
     assert AGENT.read_bytes() == before
+
+
+def _ship(args):
+    import subprocess
+    import sys
+    root = AGENT.parents[1]
+    return subprocess.run([sys.executable, str(root / "scripts" / "ship_pong_agent.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_ship_script_refuses_seeds_a_run_it_started_from_trained_on():
+    """Attempt 15 started from attempt 14's checkpoint (--init): attempt 14's games are trained
+    on too, though attempt 15 never played them."""
+    from es.seeding import episode_seeds
+    run = AGENT.parents[1] / "docs" / "runs" / "pong-windows6-vbn-sigma05"
+    _, meta, _ = load_checkpoint(run / "kept" / "110.npz")
+    parent = meta["config"]["init"]
+    _, parent_meta, _ = load_checkpoint(AGENT.parents[1] / parent)
+    seed = int(episode_seeds(parent_meta["config"]["seed"], 3, 1)[0])
+    own = {int(s) for g in range(meta["generation"]) for s in episode_seeds(meta["config"]["seed"], g, 1)}
+    assert seed not in own
+    before = {p: p.read_bytes() for p in PONG.glob("agent-pixels*")}
+    out = _ship([run, "--checkpoint", run / "kept" / "110.npz", "--seed", seed, "--episodes", 1, "--name", "agent-pixels"])
+    assert out.returncode != 0 and "or the runs it started from trained on" in out.stderr
+    assert {p: p.read_bytes() for p in PONG.glob("agent-pixels*")} == before
+
+
+def test_the_ship_script_refuses_a_run_whose_starting_checkpoint_changed(tmp_path):
+    run = AGENT.parents[1] / "docs" / "runs" / "pong-windows6-vbn-sigma05"
+    center, meta, _ = load_checkpoint(run / "kept" / "110.npz")
+    parent, parent_meta, _ = load_checkpoint(AGENT.parents[1] / meta["config"]["init"])
+    meta["config"]["init"] = str(tmp_path / "parent.npz")
+    save_checkpoint(tmp_path / "checkpoint.npz", center, meta)
+    (tmp_path / "metrics.jsonl").write_text("")
+    for changed in (lambda: save_checkpoint(tmp_path / "parent.npz", parent + np.float32(1e-3), parent_meta),
+                    lambda: (tmp_path / "parent.npz").write_bytes(b"not a checkpoint")):
+        changed()
+        out = _ship([tmp_path, "--seed", 1_100_000, "--episodes", 1, "--name", "agent-pixels"])
+        assert out.returncode != 0 and "not the checkpoint this run started from" in out.stderr
