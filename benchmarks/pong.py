@@ -21,7 +21,10 @@ training step). Prints one JSON line.
 * ``keypoints*_us_per_observation_in_games``: the keypoints policy's forward pass over
   consecutive steps of 32 real games, as training plays them: ``blas`` (each stack of 4 frames
   summed again) against ``taps`` (per-frame sums; the memo reuses the frames of the previous
-  step); ``keypoints_windows6_taps``: six windows (``--pull windows``), per frame only.
+  step); ``keypoints_windows6_taps``: six windows (``--pull windows``), per frame only;
+  ``keypoints_windows6_vbn_taps``: the same with ``--head-inputs vbn`` (attempts 14 and 15).
+  What these compute once per member and episode (vbn's statistics, the windows' pull field)
+  is left out of the per-step figure and measured as ``*_us_per_member_episode``.
   ``--conv taps`` plays a keypoints checkpoint that way in the ES generations too.
 
 The machine's load drifts, so the measurements run in ``--rounds`` interleaved rounds and each
@@ -118,11 +121,43 @@ def policy_us_per_observation_in_games(policy, rows: int = 32, steps: int = 60, 
     best = float("inf")
     for _ in range(repeats):
         memo = policy.new_memo() if isinstance(policy, PongKeypointsPolicy) else None
+        if memo is not None and (policy.vbn or policy.pull == "windows"):
+            # what a member computes once per episode (vbn's statistics over the reference batch,
+            # the windows' pull field) is paid once per 1,000-4,000 steps in training, not per 60:
+            # done before the clock starts (policy_us_per_member_episode measures it)
+            front = layers[0][0]
+            if policy.vbn:
+                policy.normalize(front, np.zeros((rows, policy.num_features)), memo, seen[0][0])
+            policy.keypoints_of(front, seen[0][1][:, ::-1], memo, seen[0][0])   # frames no step shows again
         t0 = time.perf_counter()
         for episodes, obs in seen:
             policy.forward(layers, obs, memo, episodes) if memo is not None else policy.forward(layers, obs)
         best = min(best, time.perf_counter() - t0)
     return best / (len(seen) * rows) * 1e6
+
+
+def policy_us_per_member_episode(policy, rows: int = 8, repeats: int = 3) -> float:
+    """Microseconds per member of what a keypoints policy computes once per episode (vbn's
+    statistics over the 64 reference observations; a windows policy's pull field): the first
+    step of a new episode less a later step of the same games."""
+    seen = []
+
+    def choose(episodes, obs):
+        seen.append((episodes.copy(), obs.copy()))
+        return np.full(len(episodes), (len(seen) // 7) % 3)
+    PongGames(rows, downsample_batch, stack_batch).play(choose, np.arange(rows), max_steps=45)
+    rng = np.random.default_rng(0)
+    params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
+    layers = policy.unflatten(params)
+    first, later = float("inf"), float("inf")
+    for _ in range(repeats):
+        memo = policy.new_memo()
+        t0 = time.perf_counter()
+        policy.forward(layers, seen[40][1], memo, seen[40][0])
+        t1 = time.perf_counter()
+        policy.forward(layers, seen[41][1], memo, seen[41][0])
+        first, later = min(first, t1 - t0), min(later, time.perf_counter() - t1)
+    return (first - later) / rows * 1e6
 
 
 def same_games_replayed(problem, center, population: int, seed: int = 0, sigma: float = 0.1):
@@ -220,13 +255,17 @@ def main():
                             f"{name}_us_per_observation": policy_us_per_observation(policy)})
         # keypoints as games play them, step after step: BLAS sums over each stack of 4 frames
         # against per-frame sums with the memo (2 keypoints on frames; 3 on frames+motion; 6
-        # windows and a head of 8, attempt 13's design, per frame only)
+        # windows and a head of 8, attempt 13's design, and with vbn, 14's and 15's; per frame only)
         for name, args_, pull, convs in (("keypoints", (2, (16,), False), "linear", ("blas", "taps")),
                                          ("keypoints_motion3", (3, (16,), True), "linear", ("blas", "taps")),
-                                         ("keypoints_windows6", (6, (8,), False), "windows", ("taps",))):
+                                         ("keypoints_windows6", (6, (8,), False), "windows", ("taps",)),
+                                         ("keypoints_windows6_vbn", (6, (8,), False), "windows+vbn", ("taps",))):
             for conv in convs:
-                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv, pull=pull)
+                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv, pull=pull.split("+")[0],
+                                             vbn=pull.endswith("+vbn"))
                 forward[f"{name}_{conv}_us_per_observation_in_games"] = policy_us_per_observation_in_games(policy)
+                if policy.vbn or policy.pull == "windows":
+                    forward[f"{name}_{conv}_us_per_member_episode"] = policy_us_per_member_episode(policy)
 
     def rate(r, key):
         return r[key][0] / r[key][1]
