@@ -47,7 +47,7 @@ SUPPORT = [
 READING = ["docs/students.md"]
 # Figures a notebook shows beside its own measurements (02: the course's 16-core scaling curve; 05: what
 # the keypoints policy looks at).
-FIGURES = ["docs/scaling-16core.png", "docs/pong-keypoints.png"]
+FIGURES = ["docs/scaling-16core.png", "docs/pong-windows.png"]
 RUN_DIR, RUN_FILES = "pong-run", ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz", "beats_random.json")
 # notebook 06 writes its run (classroom.mujoco_runs) and the video of its agent here
 LOCOMOTION_DIR, LOCOMOTION_FILES = "cheetah-run", ("config.json", "metrics.jsonl", "checkpoint.npz", "cheetah.gif")

@@ -199,36 +199,42 @@ for name, runs in results.items():
 # ## 3. What a policy that learns from the pixels looks at
 #
 # Your Pong agent in notebook 04 reads band sums of the frames; the course's best Pong agent
-# reads 8 numbers that fixed code pulls off the pixels. A third policy (`--policy keypoints`
-# in `pong/keypoints.py`) learns *where to look*: per keypoint a 3x3 filter and a pull towards
-# a side of the screen, a softmax over the 1,764 pixels of each frame, and the expected column
-# and row under it (a "spatial soft-argmax"). ES learns those 11 numbers per keypoint together
-# with the read-out. The picture below is the course's attempt 10 after 1.4 hours on 2 cores
-# (-17.7 a game over 20 games; a random player -20.3): the filters it learned, its keypoints
-# over two frames of a real game, and each keypoint's row against where the ball and the
-# paddles really are. Before you read on: which object does keypoint 0 follow, and what does
-# it not know yet about the ball?
+# reads 8 numbers that fixed code pulls off the pixels. A third policy (`--policy keypoints
+# --pull windows` in `pong/keypoints.py`) learns *where to look*: six keypoints, each a 3x3
+# filter and a window along the columns (ES learns its centre, its width and a pull along the
+# rows), a softmax over the 1,764 pixels of each frame, and the expected column and row under
+# it (a "spatial soft-argmax"). At the start the six windows tile the field evenly and every
+# filter is the identity: nothing in that start knows where the ball or the paddles are. ES
+# learns the 72 numbers of the front end together with the read-out (4,067 parameters). The
+# picture below is the course's best pixel policy so far (attempts 14 and 15, 2.96 hours on 2
+# cores: -6.1 a game over 20 held-out games, a random player -20.1): the filters it learned,
+# its keypoints over two frames of a real game, and each keypoint's row against where the ball
+# and the paddles really are, drawn only where its window holds something. Before you read
+# on: which windows follow the ball, and where along the field does the policy lose sight of
+# it?
 
 # %%
 import os
 import matplotlib.pyplot as plt
 
-figure = next((os.path.join(d, "docs", "pong-keypoints.png") for d in (".", "..")
-               if os.path.exists(os.path.join(d, "docs", "pong-keypoints.png"))), None)
+figure = next((os.path.join(d, "docs", "pong-windows.png") for d in (".", "..")
+               if os.path.exists(os.path.join(d, "docs", "pong-windows.png"))), None)
 if figure:
     plt.figure(figsize=(13, 7))
     plt.imshow(plt.imread(figure))
     plt.axis("off")
     plt.show()
 else:
-    print("pong-keypoints.png is not in docs/ here: the keypoints figure is not shown")
+    print("pong-windows.png is not in docs/ here: the keypoints figure is not shown")
 
 # %% [markdown]
-# Keypoint 0 stays on the left, where the opponent's paddle is, and its row follows the ball's
-# height (correlation 0.99 over 1,500 steps of game 5; the opponent's paddle follows the ball
-# too). Neither keypoint follows the ball along the field (column correlations -0.02 and
-# -0.05): the policy knows how high the ball is, not how far away, so it cannot yet compute
-# where the ball will cross its column, which is what winning takes (the record of the course's
-# Pong attempts, in its repository rather than in this kit, section "What a policy must
-# compute": hand-written controllers that follow the ball's height lose, one that aims at the
-# crossing point wins, over 4 to 8 games each).
+# Windows 2 and 3 (columns 19 and 21) hold the ball while it crosses the middle of the field:
+# where they hold something, their rows and columns follow the ball's (correlations 0.93 to
+# 0.99 over 1,500 steps of game 5). Window 0 sits on the opponent's paddle (column 4), whose
+# height follows the ball's; window 5 on ours (row correlation 0.95). Window 4, on the last
+# stretch before our paddle (columns 30 to 36), learned a filter that almost never holds
+# anything (0.3% of steps): between the middle windows and our paddle the ball is out of
+# sight, and the policy must act on where it saw the ball last and how fast it moved. Winning takes where the ball will
+# cross our column (the record of the course's Pong attempts, in its repository rather than in
+# this kit, section "What a policy must compute": hand-written controllers that follow the
+# ball's height lose, one that aims at the crossing point wins, over 4 to 8 games each).
