@@ -3,6 +3,7 @@ pickle (a stranger's checkpoint cannot run code); what every array inflates to i
 any is read; writes are atomic (temporary file, fsync, rename), so a crash keeps the last one."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -15,6 +16,12 @@ from .errors import ESError
 
 FORMAT = "es-course-checkpoint"
 VERSION = 1
+
+
+def parameters_sha256(center: np.ndarray) -> str:
+    """The digest a run started with ``--init`` records of the parameters it started from
+    (``init_sha256``), so that whoever reads the run can check the file still holds them."""
+    return hashlib.sha256(np.asarray(center).tobytes()).hexdigest()
 
 
 def save_checkpoint(path, center: np.ndarray, meta: dict, optimizer_state: dict | None = None,

@@ -3,7 +3,6 @@ rank, population statistics, update ratio), checkpoint atomically. Everything ra
 from ``(seed, generation)``, so a resumed run is bit-identical to one that never stopped."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -16,7 +15,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from . import envs, obs_norm, seeding
-from .checkpoint import load_checkpoint, load_extra, save_checkpoint
+from .checkpoint import load_checkpoint, load_extra, parameters_sha256, save_checkpoint
 from .config import ESConfig
 from .errors import ESError
 from .evaluators import LocalEvaluator
@@ -73,7 +72,7 @@ def _initial_center(config: ESConfig, problem, resume: bool) -> np.ndarray:
     center = load_checkpoint(config.init)[0]
     if center.size != problem.num_params:
         raise ESError(f"--init {config.init} has {center.size} parameters, this run's policy needs {problem.num_params}")
-    digest = hashlib.sha256(center.tobytes()).hexdigest()
+    digest = parameters_sha256(center)
     if config.init_sha256 is not None and config.init_sha256 != digest:
         raise ESError(f"--init {config.init} is not the file this config was made with (sha256 differs)")
     config.init_sha256 = digest

@@ -11,7 +11,6 @@ was chosen and the result of ``python -m es eval pong/agent.npz --episodes N --s
 trained on. The agent's row in docs/pong.md (the row of its policy) is rewritten from it.
 """
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from es.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from es.checkpoint import load_checkpoint, parameters_sha256, save_checkpoint  # noqa: E402
 from es.errors import ESError  # noqa: E402
 from es.play import evaluate_checkpoint  # noqa: E402
 from es.plots import plot_curve  # noqa: E402
@@ -73,7 +72,7 @@ def ancestors(cfg: dict) -> list:
             center, meta, _ = load_checkpoint(path)
         except ESError as exc:
             sys.exit(f"{path}: not the checkpoint this run started from ({exc})")
-        digest = hashlib.sha256(center.tobytes()).hexdigest()        # as es.training records it
+        digest = parameters_sha256(center)
         if digest != cfg.get("init_sha256"):
             sys.exit(f"{path}: not the checkpoint this run started from (its parameters' sha256 {digest}, "
                      f"the run recorded {cfg.get('init_sha256')})")
