@@ -93,9 +93,7 @@ def game_observations(rows: int) -> np.ndarray:
 
 def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> float:
     """Microseconds per (member, observation) row of one batched forward pass on game frames."""
-    rng = np.random.default_rng(0)
-    params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
-    layers = policy.unflatten(params)
+    layers = perturbed_layers(policy, rows)
     obs = game_observations(rows)
     policy.forward(layers, obs)
     t0 = time.perf_counter()
@@ -104,31 +102,40 @@ def policy_us_per_observation(policy, rows: int = 128, repeats: int = 20) -> flo
     return (time.perf_counter() - t0) / (repeats * rows) * 1e6
 
 
-def policy_us_per_observation_in_games(policy, rows: int = 32, steps: int = 60, repeats: int = 5) -> float:
-    """Microseconds per (member, observation) over ``steps`` consecutive steps of ``rows`` real
-    games, as a game is played: a policy with a memo (keypoints, conv taps) reuses the frames of
-    the previous step; best of ``repeats``."""
+def game_steps(rows: int, steps: int) -> list:
+    """``(episodes, observation)`` of ``steps`` consecutive steps of ``rows`` real games, after
+    40 steps (paddle moved up and down)."""
     seen = []
 
     def choose(episodes, obs):
         seen.append((episodes.copy(), obs.copy()))
         return np.full(len(episodes), (len(seen) // 7) % 3)
     PongGames(rows, downsample_batch, stack_batch).play(choose, np.arange(rows), max_steps=steps + 40)
-    seen = seen[40:40 + steps]
+    return seen[40:40 + steps]
+
+
+def perturbed_layers(policy, rows: int):
+    """``rows`` members around seed 0's initial parameters (noise 0.05, generator 0), unflattened."""
     rng = np.random.default_rng(0)
-    params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
-    layers = policy.unflatten(params)
+    return policy.unflatten(policy.initial_params(0)[None]
+                            + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32))
+
+
+def policy_us_per_observation_in_games(policy, rows: int = 32, steps: int = 60, repeats: int = 5) -> float:
+    """Microseconds per (member, observation) over ``steps`` consecutive steps of ``rows`` real
+    games, as a game is played: a policy with a memo (keypoints, conv taps) reuses the frames of
+    the previous step; best of ``repeats``."""
+    seen = game_steps(rows, steps)
+    layers = perturbed_layers(policy, rows)
     best = float("inf")
     for _ in range(repeats):
         memo = policy.new_memo() if isinstance(policy, PongKeypointsPolicy) else None
-        if memo is not None and (policy.vbn or policy.pull == "windows"):
+        if memo is not None:
             # what a member computes once per episode (vbn's statistics over the reference batch,
             # the windows' pull field) is paid once per 1,000-4,000 steps in training, not per 60:
-            # done before the clock starts (policy_us_per_member_episode measures it)
-            front = layers[0][0]
-            if policy.vbn:
-                policy.normalize(front, np.zeros((rows, policy.num_features)), memo, seen[0][0])
-            policy.keypoints_of(front, seen[0][1][:, ::-1], memo, seen[0][0])   # frames no step shows again
+            # done before the clock starts, on frames no step shows again (policy_us_per_member_episode
+            # measures it)
+            policy.forward(layers, seen[0][1][:, ::-1], memo, seen[0][0])
         t0 = time.perf_counter()
         for episodes, obs in seen:
             policy.forward(layers, obs, memo, episodes) if memo is not None else policy.forward(layers, obs)
@@ -140,22 +147,15 @@ def policy_us_per_member_episode(policy, rows: int = 8, repeats: int = 3) -> flo
     """Microseconds per member of what a keypoints policy computes once per episode (vbn's
     statistics over the 64 reference observations; a windows policy's pull field): the first
     step of a new episode less a later step of the same games."""
-    seen = []
-
-    def choose(episodes, obs):
-        seen.append((episodes.copy(), obs.copy()))
-        return np.full(len(episodes), (len(seen) // 7) % 3)
-    PongGames(rows, downsample_batch, stack_batch).play(choose, np.arange(rows), max_steps=45)
-    rng = np.random.default_rng(0)
-    params = policy.initial_params(0)[None] + 0.05 * rng.standard_normal((rows, policy.num_params), np.float32)
-    layers = policy.unflatten(params)
+    seen = game_steps(rows, 2)
+    layers = perturbed_layers(policy, rows)
     first, later = float("inf"), float("inf")
     for _ in range(repeats):
         memo = policy.new_memo()
         t0 = time.perf_counter()
-        policy.forward(layers, seen[40][1], memo, seen[40][0])
+        policy.forward(layers, seen[0][1], memo, seen[0][0])
         t1 = time.perf_counter()
-        policy.forward(layers, seen[41][1], memo, seen[41][0])
+        policy.forward(layers, seen[1][1], memo, seen[1][0])
         first, later = min(first, t1 - t0), min(later, time.perf_counter() - t1)
     return (first - later) / rows * 1e6
 

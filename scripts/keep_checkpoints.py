@@ -7,12 +7,11 @@ Pong agent by its validation games needs the earlier ones too. Run this beside t
 
 It polls the run, and each time the checkpoint's generation is a multiple of ``--every`` copies
 the bytes it read (after checking that they load) to ``runs/NAME/kept/<generation>.npz``. It
-stops when the trainer's process is gone for ``--idle`` seconds without a new checkpoint.
+stops after ``--idle`` seconds without a new checkpoint (the trainer stopped or finished).
 """
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 import time
 from pathlib import Path
