@@ -10,6 +10,7 @@ tag          id   key                         what it draws (where)
 ``EPISODES`` 1    generation                  the generation's episode seeds (here)
 ``INIT``     2    (none)                      initial policy parameters (es.policies,
                                               pong.policy)
+``INIT``     2    1                           a keypoints policy's mixer (pong.keypoints)
 ``TABLE``    3    chunk                       the shared noise table, from ``TABLE_SEED``
                                               (es.noise_table)
 ``OFFSETS``  4    generation                  pairs' offsets into the table (es.noise_table)

@@ -48,7 +48,9 @@ learned window along the columns (``window_tables``), the ``k`` windows tiling t
 at first, so that a window holds the ball alone while the ball crosses its stretch. ``vbn``:
 the head's inputs are centred and scaled by their mean and spread over a fixed reference batch
 of observations (``normalize``), the paper's virtual batch normalization; without it the
-members of a generation scored alike (docs/pong.md).
+members of a generation scored alike (docs/pong.md). ``mix`` (attempt 17): a learned linear
+map mixes the ``5 K`` features into a few numbers, and the head reads those and their products,
+so that the head has a few hundred weights, not thousands.
 """
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ VBN_FLOOR = 0.1           # vbn: an input that barely varies over the reference 
 VBN_CLIP = 5.0            # ... and every normalized input is clipped to +-5 (as evolution-strategies-starter
                           # clips its normalized observations): one rare in the batch cannot saturate the head
 HEAD_INPUTS = ("raw", "vbn")   # what the head reads (PongKeypointsPolicy's vbn)
+MAX_MIX = 16                   # PongKeypointsPolicy's mix: at most this many learned mixtures
 _REFERENCE = None              # pong/reference.npz, loaded on first use
 
 
@@ -383,7 +386,7 @@ class PongKeypointsPolicy(Policy):
     presences and pairwise products -> an MLP -> 3 logits. See the module docstring."""
 
     def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0,
-                 conv: str = "blas", pull: str = "linear", vbn: bool = False):
+                 conv: str = "blas", pull: str = "linear", vbn: bool = False, mix: int = 0):
         """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
         ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
         what the filters saw, and a keypoint settled on the score;
@@ -394,7 +397,12 @@ class PongKeypointsPolicy(Policy):
         or ``"windows"`` (each keypoint a learned window along the columns, the ``k``
         windows tiling the field evenly at first, and a linear pull along the rows:
         ``window_tables``; ``conv="taps"`` only). ``vbn``: virtual batch normalization of the
-        head's inputs, as the paper's Atari networks (``normalize``; ``conv="taps"`` only)."""
+        head's inputs, as the paper's Atari networks (``normalize``; ``conv="taps"`` only).
+        ``mix``: 0 (attempts 9-16), the head reads the keypoints' ``5 k`` features and all their
+        pairwise products; ``m`` in [1, ``MAX_MIX``], a learned linear map first mixes the
+        features (after vbn, with ``vbn``) into ``m`` numbers, and the head reads those and their
+        pairwise products: with six keypoints and ``m = 6``, 27 inputs instead of 495 (docs/pong.md,
+        "Mixtures")."""
         if pull not in PULLS:
             raise ValueError(f"pull must be one of {', '.join(PULLS)}, got {pull!r}")
         if pull == "windows" and conv != "taps":
@@ -414,11 +422,17 @@ class PongKeypointsPolicy(Policy):
         self.channels = 2 if self.motion else 1
         if not 1 <= self.keypoints <= 8:
             raise ValueError(f"keypoints must be in [1, 8], got {keypoints}")
+        self.mix = int(mix)
+        if not 0 <= self.mix <= MAX_MIX:
+            raise ValueError(f"mix must be in [0, {MAX_MIX}], got {mix}")
         f = FEATURES_PER_KEYPOINT * self.keypoints
-        self.num_features = f + f * (f + 1) // 2
+        self.num_normalized = f if self.mix else f + f * (f + 1) // 2    # what vbn centres and scales
+        m = self.mix or f
+        self.num_features = m + m * (m + 1) // 2                          # what the head reads
         self.num_front = self.keypoints * (TAPS * self.channels + self.pull_params)
+        self.num_mix = f * self.mix + self.mix                            # the mixer's weights and biases
         self.head = MLPPolicy(self.num_features, N_ACTIONS, self.hidden)
-        self.num_params = self.num_front + self.head.num_params
+        self.num_params = self.num_front + self.num_mix + self.head.num_params
         self.discrete = True
 
     def spec(self) -> dict:
@@ -433,6 +447,8 @@ class PongKeypointsPolicy(Policy):
             spec["pull"] = self.pull
         if self.vbn:
             spec["vbn"] = True
+        if self.mix:
+            spec["mix"] = self.mix
         return spec
 
     def initial_params(self, seed: int) -> np.ndarray:
@@ -442,7 +458,9 @@ class PongKeypointsPolicy(Policy):
         head as ``MLPPolicy`` (its last layer x 0.01: the first policy is nearly indifferent).
         With ``pull="windows"``: the identity filters alone and windows tiling the columns evenly
         (``window_tables``), the same for every seed; only the head is random.
-        One generator from ``seed``, front first."""
+        One generator from ``seed``, front first; the head's own (``MLPPolicy``). With ``mix``,
+        the mixer's weights from a third, ``rng_for(seed, INIT, 1)``: normalized columns (each
+        mixture a unit-length blend of features that vbn gave unit spread), biases zero."""
         rng = rng_for(seed, INIT)
         filters = rng.standard_normal((self.keypoints, TAPS * self.channels)) * 0.3
         filters[np.arange(self.keypoints), (np.arange(self.keypoints) % self.channels) * TAPS + TAPS // 2] += 1.0
@@ -453,13 +471,23 @@ class PongKeypointsPolicy(Policy):
             centres = -1 + (2 * np.arange(self.keypoints) + 1) / self.keypoints
             pulls = np.stack([centres / self.pull_scale, np.zeros(self.keypoints), np.zeros(self.keypoints)], axis=1)
         front = np.concatenate([filters, pulls], axis=1).ravel()
-        return np.concatenate([front, self.head.initial_params(seed)]).astype(np.float32)
+        mixer = []
+        if self.mix:
+            w = rng_for(seed, INIT, 1).standard_normal((FEATURES_PER_KEYPOINT * self.keypoints, self.mix))
+            mixer = [(w / np.sqrt(np.square(w).sum(axis=0, keepdims=True))).ravel(), np.zeros(self.mix)]
+        return np.concatenate([front, *mixer, self.head.initial_params(seed)]).astype(np.float32)
 
     def unflatten(self, params):
         params = np.asarray(params, dtype=np.float32)
         if params.ndim != 2 or params.shape[1] != self.num_params:
             raise ValueError(f"expected parameters of shape (rows, {self.num_params}), got {params.shape}")
-        return [(params[:, :self.num_front],)] + self.head.unflatten(params[:, self.num_front:])
+        front, rest = params[:, :self.num_front], params[:, self.num_front:]
+        mixer = []
+        if self.mix:
+            f = FEATURES_PER_KEYPOINT * self.keypoints
+            w, b = rest[:, :f * self.mix], rest[:, f * self.mix:self.num_mix]
+            mixer, rest = [(w.reshape(len(w), f, self.mix), b[:, None, :])], rest[:, self.num_mix:]
+        return [(front,)] + mixer + self.head.unflatten(rest)
 
     def new_memo(self) -> KeypointMemo | None:
         """A memo for one ``PongGames.play`` (``forward``'s ``memo``); None where frames cannot be
@@ -507,14 +535,26 @@ class PongKeypointsPolicy(Policy):
             memo.valid[keys] = True
         return values[:, 0], values[:, 1], values[:, 2]
 
-    def features(self, front: np.ndarray, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
-        q = _quadratic(keypoint_features(*self.keypoints_of(front, obs, memo, keys)))
-        return (self.normalize(front, q, memo, keys) if self.vbn else q).astype(np.float32)
+    def features(self, front: np.ndarray, obs, memo: KeypointMemo | None = None, keys=None,
+                 mixer=None) -> np.ndarray:
+        """What the head reads, ``(rows, num_features)``. ``mixer``: the ``(weights, biases)``
+        layer of ``unflatten`` (policies with ``mix`` only)."""
+        f = keypoint_features(*self.keypoints_of(front, obs, memo, keys))
+        if not self.mix:
+            q = _quadratic(f)
+            return (self.normalize(front, q, memo, keys) if self.vbn else q).astype(np.float32)
+        if mixer is None:
+            raise ValueError("a policy with mix needs its mixer: features(..., mixer=layers[1])")
+        if self.vbn:
+            f = self.normalize(front, f, memo, keys)
+        w, b = mixer
+        return _quadratic(np.einsum("ri,rio->ro", f.astype(np.float32), w) + b[:, 0, :]).astype(np.float32)
 
     def normalize(self, front: np.ndarray, q: np.ndarray, memo: KeypointMemo | None = None,
                   keys=None) -> np.ndarray:
         """Virtual batch normalization (Salimans et al. 2017, after 2016) of the head's inputs:
-        each row's ``q`` minus their mean over the reference batch (``reference_batch``: 64
+        each row's ``q`` (the head's inputs; with ``mix``, the features before the mixer) minus
+        their mean over the reference batch (``reference_batch``: 64
         observations chosen once), divided by their spread there (at least ``VBN_FLOOR``), both
         computed with that row's own front end, and clipped to ``+-VBN_CLIP``. Why: the raw
         inputs carry large offsets that do not depend on the picture (a window's column where it
@@ -535,10 +575,12 @@ class PongKeypointsPolicy(Policy):
         ref = reference_batch()
         out = []
         for i in range(len(front)):
-            r = _quadratic(keypoint_features(*self.keypoints_of(np.repeat(front[i:i + 1], len(ref), axis=0), ref)))
+            r = keypoint_features(*self.keypoints_of(np.repeat(front[i:i + 1], len(ref), axis=0), ref))
+            r = r if self.mix else _quadratic(r)
             out.append((r.mean(axis=0), np.maximum(r.std(axis=0), VBN_FLOOR)))
-        return np.array(out).reshape(len(front), 2, self.num_features)
+        return np.array(out).reshape(len(front), 2, self.num_normalized)
 
     def forward(self, layers, obs, memo: KeypointMemo | None = None, keys=None) -> np.ndarray:
         (front,), *head = layers
-        return self.head.forward(head, self.features(front, obs, memo, keys))
+        mixer = head.pop(0) if self.mix else None
+        return self.head.forward(head, self.features(front, obs, memo, keys, mixer))

@@ -7,7 +7,7 @@ from es import registry
 from es.envs import MAX_STEPS, int_in, layer_sizes_ok
 from es.errors import ESError
 
-from .keypoints import CONVS, HEAD_INPUTS, PULL_SCALE, PULLS
+from .keypoints import CONVS, HEAD_INPUTS, MAX_MIX, PULL_SCALE, PULLS
 from .policy import make_pong_policy
 from .problem import PongProblem
 
@@ -38,11 +38,12 @@ def validate_spec(spec: dict) -> None:
                 and policy.get("conv", "blas") in CONVS and policy.get("pull", "linear") in PULLS
                 and (policy.get("pull", "linear") == "linear" or policy.get("conv", "blas") == "taps")
                 and policy.get("vbn", False) in (True, False)
-                and (policy.get("vbn", False) is False or policy.get("conv", "blas") == "taps")):
+                and (policy.get("vbn", False) is False or policy.get("conv", "blas") == "taps")
+                and int_in(policy.get("mix", 0), 0, MAX_MIX)):
             raise ValueError(f"pong_keypoints needs keypoints in [1, {MAX_KEYPOINTS}], valid hidden sizes, "
                              f"motion true or false, pull_scale a float in (0, 1], conv one of {', '.join(CONVS)} and "
                              f"pull one of {', '.join(PULLS)} (windows with conv taps), vbn true or false "
-                             f"(true with conv taps)")
+                             f"(true with conv taps), mix an integer in [0, {MAX_MIX}]")
     elif policy["type"] == "pong_dense":
         if policy.get("band", 6) not in (1, 2, 3, 6, 7, 14, 21, 42) or not layer_sizes_ok(policy.get("hidden", [])):
             raise ValueError("bad pong_dense band or hidden sizes")
@@ -68,7 +69,8 @@ def make_problem(config, one_thread: bool):
                           # runs started before "taps" (attempts 9-11) lack the key: their BLAS sums
                           **({"conv": "taps"} if config.extra.get("keypoint_conv") == "taps" else {}),
                           **({"pull": "windows"} if config.extra.get("pull") == "windows" else {}),
-                          **({"vbn": True} if config.extra.get("head_inputs") == "vbn" else {})}}.get(
+                          **({"vbn": True} if config.extra.get("head_inputs") == "vbn" else {}),
+                          **({"mix": config.extra["mix"]} if config.extra.get("mix") else {})}}.get(
         policy, {"type": "pong_dense", "band": 6, "hidden": list(config.hidden)})
     # Every process steps its games on one thread (pong.games), so one_thread changes nothing.
     return PongProblem(spec, max_steps=config.max_steps or 1000, num_envs=config.extra.get("num_envs", 32),
@@ -83,9 +85,11 @@ def check_config(config) -> None:
     k = config.extra.get("keypoints", 2)
     if not int_in(k, 1, MAX_KEYPOINTS):
         raise ESError(f"--keypoints must be an integer in [1, {MAX_KEYPOINTS}], got {k}")
-    for key in ("keypoints", "inputs", "pull", "head_inputs"):
+    for key in ("keypoints", "inputs", "pull", "head_inputs", "mix"):
         if key in config.extra and config.extra.get("policy") != "keypoints":
             raise ESError(f"--{key} applies to --policy keypoints only")
+    if not int_in(config.extra.get("mix", 0), 0, MAX_MIX):
+        raise ESError(f"--mix must be an integer in [0, {MAX_MIX}], got {config.extra.get('mix')!r}")
     if config.extra.get("inputs", "frames") not in INPUTS:
         raise ESError(f"--inputs must be one of {', '.join(INPUTS)}, got {config.extra.get('inputs')!r}")
     for key, flag, choices, needs_taps in TAPS_OPTIONS:
@@ -124,6 +128,9 @@ FLAGS = (registry.EnvFlag("--policy", "policy", "dense (band sums, a linear or M
                           "its mean and spread over a fixed reference batch of 64 observations, computed with "
                           "the member's own parameters: the paper's virtual batch normalization) [raw]",
                           choices=HEAD_INPUTS),
+         registry.EnvFlag("--mix", "mix", "with --policy keypoints: 0 (the head reads the keypoints' features and "
+                          f"all their pairwise products) or M in [1, {MAX_MIX}] (a learned linear map first mixes the "
+                          "features, after vbn, into M numbers; the head reads those and their products) [0]", int),
          registry.EnvFlag("--num-envs", "num_envs", "game slots stepped at once per process [32]", int),
          registry.EnvFlag("--tie-break", "tie_break", "length: equal scores rank by game length (a signal from "
                           "the first generations of a run from scratch) [none]", choices=("length",)))

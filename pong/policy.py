@@ -229,5 +229,5 @@ def make_pong_policy(spec: dict):
     if spec.get("type") == "pong_keypoints":
         return PongKeypointsPolicy(spec.get("keypoints", 2), spec.get("hidden", (16,)), spec.get("motion", False),
                                    spec.get("pull_scale", 1.0), spec.get("conv", "blas"), spec.get("pull", "linear"),
-                                   spec.get("vbn", False))
+                                   spec.get("vbn", False), spec.get("mix", 0))
     raise ValueError(f"unknown Pong policy {spec.get('type')!r}")

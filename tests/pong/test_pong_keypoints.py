@@ -195,7 +195,12 @@ def test_attempt_14s_trained_front_end_is_pinned_bit_for_bit():
                                       ({"type": "pong_keypoints", "pull": "grid", "conv": "taps"}, False),
                                       ({"type": "pong_keypoints", "vbn": True, "conv": "taps"}, True),
                                       ({"type": "pong_keypoints", "vbn": True}, False),
-                                      ({"type": "pong_keypoints", "vbn": "yes", "conv": "taps"}, False)])
+                                      ({"type": "pong_keypoints", "vbn": "yes", "conv": "taps"}, False),
+                                      ({"type": "pong_keypoints", "mix": 6}, True),
+                                      ({"type": "pong_keypoints", "mix": 17}, False),
+                                      ({"type": "pong_keypoints", "mix": -1}, False),
+                                      ({"type": "pong_keypoints", "mix": "6"}, False),
+                                      ({"type": "pong_keypoints", "mix": True}, False)])
 def test_a_worker_checks_a_keypoints_spec_from_the_network(spec, ok):
     if ok:
         validate_spec({"policy": spec})
@@ -227,6 +232,48 @@ def test_the_keypoints_flag_is_checked():
     spec = make_problem(es.config_for("pong", hidden=[8], extra={"policy": "keypoints", "pull": "windows",
                                                                  "head_inputs": "vbn"}), True).policy_spec
     assert spec["vbn"] is True and spec["pull"] == "windows" and make_pong_policy(spec).vbn
+    for bad in (-1, 17, "6"):
+        with pytest.raises(ESError, match="--mix must be"):
+            es.config_for("pong", extra={"policy": "keypoints", "mix": bad})
+    with pytest.raises(ESError, match="--policy keypoints"):
+        es.config_for("pong", extra={"policy": "objects", "mix": 6})
+    spec = make_problem(es.config_for("pong", hidden=[8], extra={"policy": "keypoints", "mix": 6}), True).policy_spec
+    assert spec["mix"] == 6 and make_pong_policy(spec).mix == 6
+    assert "mix" not in make_problem(es.config_for("pong", extra={"policy": "keypoints"}), True).policy_spec
+
+
+def test_a_mixer_mixes_the_normalized_features_into_few_head_inputs():
+    """``mix``: the head reads M learned mixtures of the (vbn-normalized) features and their
+    products. Six windows and M = 6: 27 head inputs and 509 parameters, not 495 and 4,067; the
+    mixer's own layer in ``unflatten``; at the start each mixture has about unit spread on the
+    reference batch; a member acts the same in any batch, and the spec rebuilds the policy."""
+    policy = PongKeypointsPolicy(6, (8,), conv="taps", pull="windows", pull_scale=PULL_SCALE, vbn=True, mix=6)
+    assert policy.num_features == 27 and policy.num_front == 72 and policy.num_mix == 30 * 6 + 6
+    assert policy.num_params == 72 + 186 + 27 * 8 + 8 + 8 * 3 + 3 == 509
+    assert make_pong_policy(policy.spec()).num_params == 509 and policy.spec()["mix"] == 6
+    p0 = policy.initial_params(0)
+    unmixed = PongKeypointsPolicy(6, (8,), conv="taps", pull="windows", pull_scale=PULL_SCALE, vbn=True)
+    assert np.array_equal(p0[:72], unmixed.initial_params(0)[:72])        # the same windows
+    (front,), (w, b), *head = policy.unflatten(p0[None])
+    assert w.shape == (1, 30, 6) and b.shape == (1, 1, 6) and [a.shape for a, _ in head] == [(1, 27, 8), (1, 8, 3)]
+    assert np.allclose(np.square(w[0]).sum(axis=0), 1, atol=1e-5) and not b.any()
+    ref = reference_batch()
+    f = policy.features(np.repeat(front, len(ref), 0), ref, mixer=(np.repeat(w, len(ref), 0), np.repeat(b, len(ref), 0)))
+    z = f[:, :6].astype(np.float64)
+    assert np.all((z.std(axis=0) > 0.3) & (z.std(axis=0) < 2))
+    i, j = np.triu_indices(6)
+    assert np.allclose(f[:, 6:], z[:, i] * z[:, j], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="mixer"):
+        policy.features(front, ref[:1])
+    rng = np.random.default_rng(5)
+    params = (p0[None] + 0.1 * rng.standard_normal((8, policy.num_params))).astype(np.float32)
+    obs = game_frames(8)
+    together = policy.forward(policy.unflatten(params), obs, policy.new_memo(), np.arange(8))
+    alone = [policy.forward(policy.unflatten(params[k:k + 1]), obs[k:k + 1])[0] for k in range(8)]
+    assert list(together) == alone
+    assert not np.array_equal(policy.initial_params(1)[72:258], p0[72:258])
+    with pytest.raises(ValueError, match="mix must be"):
+        PongKeypointsPolicy(6, mix=17)
 
 
 def test_new_runs_scale_the_pulls_and_an_old_spec_keeps_its_own():
@@ -396,14 +443,16 @@ def test_the_memo_reuses_frames_without_changing_a_bit(motion, pull, vbn):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("conv, pull, head_inputs", [("blas", "linear", "raw"), ("taps", "linear", "raw"),
-                                                     ("taps", "windows", "raw"), ("taps", "windows", "vbn")])
+                                                     ("taps", "windows", "raw"), ("taps", "windows", "vbn"),
+                                                     ("taps", "windows", "vbn+mix")])
 def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv, pull, head_inputs):
     runs = []
     for workers in (1, 2):
         cfg = es.config_for("pong", seed=4, generations=2, population=8, max_steps=120, workers=workers,
                             hidden=[8], extra={"policy": "keypoints", "keypoints": 2, "num_envs": 4,
                                                "keypoint_conv": conv, "pull": pull,
-                                               "head_inputs": head_inputs},
+                                               "head_inputs": head_inputs.split("+")[0],
+                                               **({"mix": 3} if "mix" in head_inputs else {})},
                             reward_goal=1e9, sigma=0.1)
         runs.append(es.train(cfg, final_eval=False))
     assert np.array_equal(runs[0].center, runs[1].center)
