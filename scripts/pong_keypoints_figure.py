@@ -68,7 +68,7 @@ def tracking(kp, objects) -> dict:
     return out
 
 
-def figure(policy, params, obs, kp, objects, out: Path):
+def figure(policy, params, obs, kp, objects, out: Path, seed: int):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -89,8 +89,8 @@ def figure(policy, params, obs, kp, objects, out: Path):
         ax.imshow(np.hstack(filters[0, i].reshape(policy.channels, 3, 3)), cmap="RdBu_r", vmin=-lim, vmax=lim)
         scale = policy.pull_scale
         if policy.pull == "windows":   # the window's centre and half-width, in pixels
-            where = (f"window col {(scale * pulls[0, i, 0] + 1) * 20.5:.1f} +- "
-                     f"{np.exp(scale * pulls[0, i, 1]) / k * 20.5:.1f}, row {scale * pulls[0, i, 2]:+.2f}")
+            centre, half = (scale * pulls[0, i, 0] + 1) * 20.5, np.exp(scale * pulls[0, i, 1]) / k * 20.5
+            where = f"window: columns {centre - half:.0f} to {centre + half:.0f}\nrow pull {scale * pulls[0, i, 2]:+.2f}"
         else:
             where = f"pull col {scale * pulls[0, i, 0]:+.2f}, row {scale * pulls[0, i, 1]:+.2f}"
         ax.set_title(f"keypoint {i}: filter{' (frame | change)' if policy.channels > 1 else ''}\n{where}",
@@ -107,22 +107,27 @@ def figure(policy, params, obs, kp, objects, out: Path):
         for i in range(k):
             ax.plot(col[tt, i, :], row[tt, i, :], "-", color=colors[i], lw=1)
             ax.plot(col[tt, i, 3], row[tt, i, 3], "o", ms=9, mfc="none", mec=colors[i], mew=2)
-        ax.set_title(f"step {tt}: keypoints over the frame\n(line: the 4 stacked frames)", fontsize=9)
+        ax.set_title(f"step {tt}: circles, each keypoint in the newest frame; lines, its path\n"
+                     "over the 4 stacked frames (we are the right paddle)", fontsize=9)
         ax.set_xticks([]), ax.set_yticks([])
     ax = fig.add_subplot(grid[2 if wide else 1, :])
     span = slice(max(0, t - 100), min(len(obs), t + 200))
     steps = np.arange(len(obs))[span]
     ball = np.where(f["ball_seen"] == 1, f["ball_y"] * 10 + 20.5, np.nan)
-    ax.plot(steps, ball[span], "k-", lw=3, alpha=0.3, label="the ball's row (fixed code, the yardstick)")
-    ax.plot(steps, (f["paddle_y"] * 10 + 20.5)[span], "g-", lw=3, alpha=0.3, label="our paddle's row (yardstick)")
-    ax.plot(steps, (f["opponent_y"] * 10 + 20.5)[span], "-", color="tab:orange", lw=3, alpha=0.25,
-            label="the opponent's row (yardstick)")
+    # where the objects really are, read by the objects policy's fixed code: grey, told apart by dashes
+    ax.plot(steps, ball[span], "k-", lw=3, alpha=0.3, label="the ball's row (measured by fixed code)")
+    ax.plot(steps, (f["paddle_y"] * 10 + 20.5)[span], "--", color="0.45", lw=2,
+            label="our paddle's row (right; fixed code)")
+    ax.plot(steps, (f["opponent_y"] * 10 + 20.5)[span], ":", color="0.45", lw=2,
+            label="the opponent's row (left; fixed code)")
     windows = getattr(policy, "pull", "linear") == "windows"
     for i in range(k):   # a window's row where it holds something (presence > 0.5): elsewhere it idles at its centre
         r = np.where(presence[span, i, 3] > 0.5, row[span, i, 3], np.nan) if windows else row[span, i, 3]
         ax.plot(steps, r, "-", color=colors[i], lw=1.2,
                 label=f"keypoint {i}'s row" + (" where it holds something" if windows else ""))
     ax.invert_yaxis()
+    ax.set_title(f"game {seed}, steps {steps[0]}-{steps[-1]} of the {len(obs)} the correlations are measured on",
+                 fontsize=9)
     ax.set_xlabel("agent step")
     ax.set_ylabel("row (pixels)")
     ax.legend(fontsize=8, ncol=2, loc="lower left")
@@ -141,7 +146,7 @@ def main():
     if problem.policy_spec.get("type") != "pong_keypoints":
         sys.exit(f"{args.checkpoint}: a {problem.policy_spec.get('type')} policy, not pong_keypoints")
     obs, kp, objects = record(problem, params, args.seed, args.steps)
-    figure(problem.policy, params, obs, kp, objects, args.out)
+    figure(problem.policy, params, obs, kp, objects, args.out, args.seed)
     print(json.dumps({"checkpoint": str(args.checkpoint), "generation": meta.get("generation"), "seed": args.seed,
                       "steps": len(obs), **tracking(kp, objects), "figure": str(args.out)}))
 

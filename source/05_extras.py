@@ -199,19 +199,31 @@ for name, runs in results.items():
 # ## 3. What a policy that learns from the pixels looks at
 #
 # Your Pong agent in notebook 04 reads band sums of the frames; the course's best Pong agent
-# reads 8 numbers that fixed code pulls off the pixels. A third policy (`--policy keypoints
-# --pull windows` in `pong/keypoints.py`) learns *where to look*: six keypoints, each a 3x3
-# filter and a window along the columns (ES learns its centre, its width and a pull along the
-# rows), a softmax over the 1,764 pixels of each frame, and the expected column and row under
-# it (a "spatial soft-argmax"). At the start the six windows tile the field evenly and every
-# filter is the identity: nothing in that start knows where the ball or the paddles are. ES
-# learns the 72 numbers of the front end together with the read-out (4,067 parameters). The
-# picture below is the course's best pixel policy so far (attempts 14 and 15, 2.96 hours on 2
-# cores: -6.1 a game over 20 held-out games, a random player -20.1): the filters it learned,
-# its keypoints over two frames of a real game, and each keypoint's row against where the ball
-# and the paddles really are, drawn only where its window holds something. Before you read
-# on: which windows follow the ball, and where along the field does the policy lose sight of
-# it?
+# reads 8 numbers that fixed code pulls off the pixels. A third policy (`--policy keypoints`
+# in `pong/keypoints.py`) learns *where to look*. It has two parts. The **front end** finds
+# positions: six keypoints, and keypoint `i` looks through window `i`, a stretch of columns
+# whose centre and width ES learns (pixels outside it get much lower scores, so the keypoint
+# sees mostly its own vertical strip), plus a learned bias up or down the rows. Each keypoint
+# scores every pixel of a frame with a learned 3x3 filter, takes a softmax over the 1,764
+# pixels, and reports the expected column and row under it (a "spatial soft-argmax"), over
+# the 4 stacked frames, so also how fast it moves. The **head**, a small network, turns these
+# positions and their products into an action. At the start the six windows tile the field
+# evenly and every filter is the identity: nothing in that start knows where the ball or the
+# paddles are. ES learns the front end's 72 numbers (6 x (9 filter weights + 3 for the window))
+# together with the head (4,067 parameters in all).
+#
+# The picture below is the course's best pixel policy so far: training runs 14 and 15 (the
+# attempts are numbered and listed in `pong/README.md` of the course repository), 2.96 hours
+# on 2 cores. It scores -6.1 a game (points won minus points lost) over 20 held-out games,
+# game seeds used neither in training nor to choose the checkpoint, where a random player
+# scores -20.1. Top row: the filters it learned and each window's columns. Middle: its
+# keypoints over two frames of a real game (circles: each keypoint in the newest frame; lines:
+# its path over the 4 stacked frames; we are the right paddle). Bottom: each keypoint's row
+# against where the ball and the paddles really are (measured by fixed code), drawn only on
+# the steps where its window "holds something" (over half its attention on pixels that differ
+# from the empty field); game 5, steps 100 to 399 of the 1,500 the numbers below are measured
+# on. Before you read on: which windows follow the ball, and over which columns does the
+# policy see it?
 
 # %%
 import os
@@ -228,13 +240,17 @@ else:
     print("pong-windows.png is not in docs/ here: the keypoints figure is not shown")
 
 # %% [markdown]
-# Windows 2 and 3 (columns 19 and 21) hold the ball while it crosses the middle of the field:
-# where they hold something, their rows and columns follow the ball's (correlations 0.93 to
-# 0.99 over 1,500 steps of game 5). Window 0 sits on the opponent's paddle (column 4), whose
-# height follows the ball's; window 5 on ours (row correlation 0.95). Window 4, on the last
-# stretch before our paddle (columns 30 to 36), learned a filter that almost never holds
-# anything (0.3% of steps): between the middle windows and our paddle the ball is out of
-# sight, and the policy must act on where it saw the ball last and how fast it moved. Winning takes where the ball will
-# cross our column (the record of the course's Pong attempts, in its repository rather than in
-# this kit, section "What a policy must compute": hand-written controllers that follow the
-# ball's height lose, one that aims at the crossing point wins, over 4 to 8 games each).
+# Window 3 (columns 18 to 24) holds the ball while it crosses the middle of the field, on 24%
+# of the steps; there its row and column follow the ball's (correlations 0.98 and 0.99 over
+# those steps). Window 2, beside it (columns 15 to 23), holds something on 1% of the steps
+# only. Window 0 (columns 2 to 7) sits at the opponent's paddle, yet its row follows the
+# ball's (0.99) more closely than the opponent's (0.86); window 1 (columns 7 to 13) sits on the opponent's
+# score; window 5 (columns 35 to 42) on our paddle (row correlation 0.95). Window 4 (columns
+# 30 to 36) holds something on 0.3% of the steps. So the policy sees the ball near the
+# opponent and in the middle of the field, about columns 15 to 24, and loses it over the last
+# stretch before our paddle: it must act on where it saw the ball last and how fast it moved.
+# To win, a policy needs to predict where the ball will cross our paddle's column: in the
+# course's record of hand-written controllers (`pong/README.md`, section "What a policy must
+# compute", in the course repository, not in the student release), those that follow the
+# ball's height score about -9, and one that aims at the crossing point wins, over 4 to 8 games
+# each.

@@ -68,6 +68,34 @@ def test_05s_executed_solution_shows_these_numbers():
     assert "Rastrigin [-0.0, -0.99, -3.98, -1.99, -0.99]" in text, text[-600:]
 
 
+def test_05s_pixel_policy_section_states_what_its_figure_measured():
+    """Section 3's windows, shares and correlations are those of the figure's own run
+    (docs/runs/pong-windows6-vbn-sigma05/figure.json) and checkpoint."""
+    import json
+    from es.play import load_agent
+    from pong.keypoints import _unpack
+    text = " ".join(re.sub(r"^#\s?", "", line) for line in (ROOT / "source" / "05_extras.py").read_text().splitlines())
+    text = " ".join(text.split())
+    run = ROOT / "docs" / "runs" / "pong-windows6-vbn-sigma05"
+    seen = json.loads((run / "figure.json").read_text())
+    kp = [seen[f"keypoint_{i}"] for i in range(6)]
+    problem, params, _ = load_agent(run / "kept" / "110.npz")
+    policy = problem.policy
+    _, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], 6, policy.channels,
+                       policy.pull_params)
+    centre = (policy.pull_scale * pulls[0, :, 0] + 1) * 20.5
+    half = np.exp(policy.pull_scale * pulls[0, :, 1]) / 6 * 20.5
+    for i in range(6):
+        assert f"columns {centre[i] - half[i]:.0f} to {centre[i] + half[i]:.0f}" in text, i
+    assert f"on {kp[3]['share_present']:.0%} of the steps" in text
+    assert f"correlations {kp[3]['ball_row_where_present']:.2f} and {kp[3]['ball_col_where_present']:.2f}" in text
+    assert f"something on {kp[2]['share_present']:.0%} of the steps only" in text
+    assert f"ball's ({kp[0]['ball_row']:.2f}) more closely than the opponent's ({kp[0]['opponent_row']:.2f})" in text
+    assert f"(row correlation {kp[5]['paddle_row']:.2f})" in text
+    assert f"something on {kp[4]['share_present']:.1%} of the steps" in text
+    assert f"of the {seen['steps']:,} the numbers below" in text and seen["seed"] == 5
+
+
 # ---------------------------------------------------------------- docs/paper.md
 ELEMENTS = ["the estimator", "antithetic (mirrored) pairs", "centered ranks", "weight decay",
             "seeds-only communication", "the shared noise table", "virtual batch normalization", "the episode cap",
