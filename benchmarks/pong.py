@@ -22,7 +22,9 @@ training step). Prints one JSON line.
   consecutive steps of 32 real games, as training plays them: ``blas`` (each stack of 4 frames
   summed again) against ``taps`` (per-frame sums; the memo reuses the frames of the previous
   step); ``keypoints_windows6_taps``: six windows (``--pull windows``), per frame only;
-  ``keypoints_windows6_vbn_taps``: the same with ``--head-inputs vbn`` (attempts 14 and 15).
+  ``keypoints_windows6_vbn_taps``: the same with ``--head-inputs vbn`` (attempts 14 and 15);
+  ``keypoints_windows6_motion_vbn_taps``: on frames+motion (attempt 16), and ``..._mix6_taps``
+  with ``--mix 6`` (attempt 17).
   What these compute once per member and episode (vbn's statistics, the windows' pull field)
   is left out of the per-step figure and measured as ``*_us_per_member_episode``.
   ``--conv taps`` plays a keypoints checkpoint that way in the ES generations too.
@@ -259,10 +261,15 @@ def main():
         for name, args_, pull, convs in (("keypoints", (2, (16,), False), "linear", ("blas", "taps")),
                                          ("keypoints_motion3", (3, (16,), True), "linear", ("blas", "taps")),
                                          ("keypoints_windows6", (6, (8,), False), "windows", ("taps",)),
-                                         ("keypoints_windows6_vbn", (6, (8,), False), "windows+vbn", ("taps",))):
+                                         ("keypoints_windows6_vbn", (6, (8,), False), "windows+vbn", ("taps",)),
+                                         ("keypoints_windows6_motion_vbn", (6, (8,), True), "windows+vbn", ("taps",)),
+                                         ("keypoints_windows6_motion_vbn_mix6", (6, (8,), True), "windows+vbn+mix6",
+                                          ("taps",))):
             for conv in convs:
-                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv, pull=pull.split("+")[0],
-                                             vbn=pull.endswith("+vbn"))
+                parts = pull.split("+")
+                mix = int(parts[-1][3:]) if parts[-1].startswith("mix") else 0
+                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv, pull=parts[0], vbn="vbn" in parts,
+                                             mix=mix)
                 forward[f"{name}_{conv}_us_per_observation_in_games"] = policy_us_per_observation_in_games(policy)
                 if policy.vbn or policy.pull == "windows":
                     forward[f"{name}_{conv}_us_per_member_episode"] = policy_us_per_member_episode(policy)
