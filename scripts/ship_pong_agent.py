@@ -49,7 +49,7 @@ def train_command(cfg: dict, run: Path) -> str:
     parts = ["python -m es train pong", f"--policy {extra.get('policy', 'dense')}",
              f"--keypoints {extra['keypoints']}" if "keypoints" in extra else "",
              *(f"--{flag} {extra[key]}" for flag, key in (("inputs", "inputs"), ("pull", "pull"),
-                                                          ("head-inputs", "head_inputs")) if key in extra),
+                                                          ("head-inputs", "head_inputs"), ("mix", "mix")) if key in extra),
              f"--hidden {','.join(map(str, cfg['hidden']))}" if cfg["hidden"] else "--hidden ''",
              f"--seed {cfg['seed']} --population {cfg['population']} --sigma {cfg['sigma']:g}",
              f"--learning-rate {cfg['learning_rate']:g} --weight-decay {cfg['weight_decay']:g}",

@@ -69,31 +69,38 @@ def test_05s_executed_solution_shows_these_numbers():
 
 
 def test_05s_pixel_policy_section_states_what_its_figure_measured():
-    """Section 3's windows, shares and correlations are those of the figure's own run
-    (docs/runs/pong-windows6-vbn-sigma05/figure.json) and checkpoint."""
+    """Section 3's windows, shares and correlations are those of the figure's own run (the
+    shipped pixel agent's: docs/runs/pong-windows6-motion-vbn-s16/figure.json) and checkpoint,
+    and its score is the shipped record's."""
     import json
     from es.play import load_agent
     from pong.keypoints import _unpack
     text = " ".join(re.sub(r"^#\s?", "", line) for line in (ROOT / "source" / "05_extras.py").read_text().splitlines())
     text = " ".join(text.split())
-    run = ROOT / "docs" / "runs" / "pong-windows6-vbn-sigma05"
+    run = ROOT / "docs" / "runs" / "pong-windows6-motion-vbn-s16"
     seen = json.loads((run / "figure.json").read_text())
     kp = [seen[f"keypoint_{i}"] for i in range(6)]
-    problem, params, _ = load_agent(run / "kept" / "110.npz")
+    problem, params, meta = load_agent(run / "kept" / "230.npz")
     policy = problem.policy
     _, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], 6, policy.channels,
                        policy.pull_params)
     centre = (policy.pull_scale * pulls[0, :, 0] + 1) * 20.5
     half = np.exp(policy.pull_scale * pulls[0, :, 1]) / 6 * 20.5
-    for i in range(6):
-        assert f"columns {centre[i] - half[i]:.0f} to {centre[i] + half[i]:.0f}" in text, i
-    assert f"on {kp[3]['share_present']:.0%} of the steps" in text
-    assert f"correlations {kp[3]['ball_row_where_present']:.2f} and {kp[3]['ball_col_where_present']:.2f}" in text
-    assert f"something on {kp[2]['share_present']:.0%} of the steps only" in text
-    assert f"ball's ({kp[0]['ball_row']:.2f}) more closely than the opponent's ({kp[0]['opponent_row']:.2f})" in text
+    spans = [f"{max(centre[i] - half[i], 0):.0f} to {centre[i] + half[i]:.0f}" for i in range(6)]
+    assert f"(columns {spans[1]}, {spans[2]}, {spans[3]} and {spans[4]})" in text
+    assert f"Window 0 (columns {spans[0]})" in text and f"window 5 (columns {spans[5]})" in text
+    middle = kp[1:5]
+    assert ", ".join(f"{k['share_present']:.0%}" for k in middle[:3]) + f" and {middle[3]['share_present']:.0%}" in text
+    for key in ("ball_row_where_present", "ball_col_where_present"):
+        assert ", ".join(f"{k[key]:.2f}" for k in middle[:3]) + f" and {middle[3][key]:.2f}" in text, key
+    assert f"({kp[0]['ball_row_where_present']:.2f} where it holds something) more closely than the opponent's " \
+           f"({kp[0]['opponent_row']:.2f})" in text
     assert f"(row correlation {kp[5]['paddle_row']:.2f})" in text
-    assert f"something on {kp[4]['share_present']:.1%} of the steps" in text
-    assert f"of the {seen['steps']:,} the numbers below" in text and seen["seed"] == 5
+    assert f"the {seen['steps']:,} the numbers below" in text and seen["seed"] == 5
+    shipped = json.loads((ROOT / "pong" / "agent-pixels.json").read_text())
+    assert shipped["generations"] == meta["generation"] == 230
+    assert f"+{shipped['eval']['agent_mean']:.1f} a game" in text and f"scores {shipped['eval']['random_mean']:.2f}" in text
+    assert f"{shipped['wall_seconds'] / 3600:.2f} hours" in text
 
 
 # ---------------------------------------------------------------- docs/paper.md
@@ -121,7 +128,10 @@ def test_the_paper_table_has_a_row_for_each_element_and_says_where_each_is_taugh
             assert list((ROOT / "source").glob(f"{nb}_*.py")), (name, nb)
     assert rows["virtual batch normalization"][1].startswith("**not taught; implemented** for the keypoints policy")
     assert rows["frame-skip invariance"][1].startswith("**not taught, not measured**")
-    assert "in progress, see [pong/README.md]" in rows["Atari"][3]
+    import json
+    e = json.loads((ROOT / "pong" / "agent-pixels.json").read_text())["eval"]    # the shipped pixel agent's record
+    assert (f"**+{e['agent_mean']:.1f} on {e['episodes']} held-out games (95% CI [{e['agent_ci95'][0]:.1f}, "
+            f"{e['agent_ci95'][1]:.1f}])**") in rows["Atari"][3]
 
 
 def test_every_page_the_paper_table_cites_holds_the_figure_it_cites():

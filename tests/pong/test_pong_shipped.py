@@ -38,6 +38,25 @@ def test_the_pixel_agent_learns_every_number_between_the_frames_and_the_action()
     assert problem.policy_spec["type"] == "pong_keypoints" and params.size == problem.policy.num_params
 
 
+def test_the_pixel_agent_is_the_checkpoint_its_validation_games_chose():
+    """pong/agent-pixels.json says how it was chosen: the best of its run's kept checkpoints on
+    the validation games, whose scores the run directory holds; the shipped parameters are that
+    checkpoint's, bit for bit, and the validation seeds are not the held-out ones."""
+    if "agent-pixels" not in AGENTS:
+        pytest.skip("pong/agent-pixels.npz is not shipped yet")
+    info = json.loads((PONG / "agent-pixels.json").read_text())
+    run = PONG.parent / info["command"].split("--out ")[1].split()[0]
+    scores = {int(p.stem): json.loads(p.read_text()) for p in (run / "validation").glob("*.json")}
+    best = max(scores, key=lambda g: (scores[g]["agent_mean"], g))
+    assert best == info["generations"] and f"generation {best} best" in info["selected_on"]
+    shipped, _, _ = load_checkpoint(PONG / "agent-pixels.npz")
+    kept, _, _ = load_checkpoint(run / "kept" / f"{best}.npz")
+    assert np.array_equal(shipped, kept)
+    validation = {s["seed"] + i for s in scores.values() for i in range(s["episodes"])}
+    first = info["eval"]["seed"]
+    assert not validation & set(range(first, first + info["eval"]["episodes"]))
+
+
 @pytest.mark.slow
 def test_shipped_agent_beats_random_on_a_short_check():
     problem, params, _ = load_agent(AGENT)
