@@ -132,6 +132,9 @@ def test_the_paper_table_has_a_row_for_each_element_and_says_where_each_is_taugh
     e = json.loads((ROOT / "pong" / "agent-pixels.json").read_text())["eval"]    # the shipped pixel agent's record
     assert (f"**+{e['agent_mean']:.1f} on {e['episodes']} held-out games (95% CI [{e['agent_ci95'][0]:.1f}, "
             f"{e['agent_ci95'][1]:.1f}])**") in rows["Atari"][3]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"wins **+{e['agent_mean']:.1f} points a game over {e['episodes']} held-out games** (95% CI "
+            f"[{e['agent_ci95'][0]:.1f}, {e['agent_ci95'][1]:.1f}]; a random player {e['random_mean']:.2f}") in readme
 
 
 def test_every_page_the_paper_table_cites_holds_the_figure_it_cites():
