@@ -344,11 +344,24 @@ def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
     The window is flat inside and steep outside (a 4th power, not a Gaussian's square: with a
     square, a keypoint whose filter responds strongly saw a ball two half-widths away as well as
     one at its centre). Still separable in column and row, so the empty field's sums stay cheap."""
-    k = pulls.shape[1]
-    centre, width = scale * pulls[:, :, 0, None], np.exp(scale * pulls[:, :, 1, None]) / k
+    centre, width = _window_centre_width(pulls[..., None], scale)
     columns = -0.5 * WINDOW_DEPTH * ((_COORD - centre) / width) ** 4
     rows = scale * pulls[:, :, 2, None] * _COORD
     return np.stack([columns, rows], axis=2)
+
+
+def _window_centre_width(pulls: np.ndarray, scale: float):
+    """Each window's centre and half-width in [-1, 1] column units, from pull parameters
+    ``(rows, k, 3, ...)``."""
+    return scale * pulls[:, :, 0], np.exp(scale * pulls[:, :, 1]) / pulls.shape[1]
+
+
+def window_columns(pulls: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """A windows policy's pull parameters ``(rows, k, 3)`` -> each window's centre and half-width
+    in pixel columns (0 to 41), ``(rows, k)`` each: the window ``window_tables`` draws, as the
+    figure and the course's pages report it."""
+    centre, width = _window_centre_width(pulls, scale)
+    return (centre + 1) * (SIZE - 1) / 2, width * (SIZE - 1) / 2
 
 
 def window_field(tables: np.ndarray) -> np.ndarray:

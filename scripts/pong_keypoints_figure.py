@@ -72,7 +72,7 @@ def figure(policy, params, obs, kp, objects, out: Path, seed: int):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from pong.keypoints import _unpack
+    from pong.keypoints import _unpack, window_columns
     filters, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], policy.keypoints,
                              policy.channels, policy.pull_params)
     k = policy.keypoints
@@ -89,7 +89,7 @@ def figure(policy, params, obs, kp, objects, out: Path, seed: int):
         ax.imshow(np.hstack(filters[0, i].reshape(policy.channels, 3, 3)), cmap="RdBu_r", vmin=-lim, vmax=lim)
         scale = policy.pull_scale
         if policy.pull == "windows":   # the window's centre and half-width, in pixels
-            centre, half = (scale * pulls[0, i, 0] + 1) * 20.5, np.exp(scale * pulls[0, i, 1]) / k * 20.5
+            centre, half = (a[0, i] for a in window_columns(pulls, scale))
             where = f"window: columns {centre - half:.0f} to {centre + half:.0f}\nrow pull {scale * pulls[0, i, 2]:+.2f}"
         else:
             where = f"pull col {scale * pulls[0, i, 0]:+.2f}, row {scale * pulls[0, i, 1]:+.2f}"

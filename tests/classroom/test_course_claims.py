@@ -74,7 +74,7 @@ def test_05s_pixel_policy_section_states_what_its_figure_measured():
     and its score is the shipped record's."""
     import json
     from es.play import load_agent
-    from pong.keypoints import _unpack
+    from pong.keypoints import _unpack, window_columns
     text = " ".join(re.sub(r"^#\s?", "", line) for line in (ROOT / "source" / "05_extras.py").read_text().splitlines())
     text = " ".join(text.split())
     run = ROOT / "docs" / "runs" / "pong-windows6-motion-vbn-s16"
@@ -84,8 +84,7 @@ def test_05s_pixel_policy_section_states_what_its_figure_measured():
     policy = problem.policy
     _, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], 6, policy.channels,
                        policy.pull_params)
-    centre = (policy.pull_scale * pulls[0, :, 0] + 1) * 20.5
-    half = np.exp(policy.pull_scale * pulls[0, :, 1]) / 6 * 20.5
+    centre, half = (a[0] for a in window_columns(pulls, policy.pull_scale))
     spans = [f"{max(centre[i] - half[i], 0):.0f} to {centre[i] + half[i]:.0f}" for i in range(6)]
     assert f"(columns {spans[1]}, {spans[2]}, {spans[3]} and {spans[4]})" in text
     assert f"Window 0 (columns {spans[0]})" in text and f"window 5 (columns {spans[5]})" in text
