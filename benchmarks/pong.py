@@ -257,19 +257,20 @@ def main():
                             f"{name}_us_per_observation": policy_us_per_observation(policy)})
         # keypoints as games play them, step after step: BLAS sums over each stack of 4 frames
         # against per-frame sums with the memo (2 keypoints on frames; 3 on frames+motion; 6
-        # windows and a head of 8, attempt 13's design, and with vbn, 14's and 15's; per frame only)
-        for name, args_, pull, convs in (("keypoints", (2, (16,), False), "linear", ("blas", "taps")),
-                                         ("keypoints_motion3", (3, (16,), True), "linear", ("blas", "taps")),
-                                         ("keypoints_windows6", (6, (8,), False), "windows", ("taps",)),
-                                         ("keypoints_windows6_vbn", (6, (8,), False), "windows+vbn", ("taps",)),
-                                         ("keypoints_windows6_motion_vbn", (6, (8,), True), "windows+vbn", ("taps",)),
-                                         ("keypoints_windows6_motion_vbn_mix6", (6, (8,), True), "windows+vbn+mix6",
-                                          ("taps",))):
+        # windows and a head of 8, attempt 13's design, with vbn 14's and 15's, on frames+motion 16's,
+        # with --mix 6 17's; per frame only)
+        windows = {"pull": "windows", "keypoints": 6, "hidden": (8,)}
+        for name, options, convs in (("keypoints", {"keypoints": 2, "hidden": (16,)}, ("blas", "taps")),
+                                     ("keypoints_motion3", {"keypoints": 3, "hidden": (16,), "motion": True},
+                                      ("blas", "taps")),
+                                     ("keypoints_windows6", windows, ("taps",)),
+                                     ("keypoints_windows6_vbn", {**windows, "vbn": True}, ("taps",)),
+                                     ("keypoints_windows6_motion_vbn", {**windows, "vbn": True, "motion": True},
+                                      ("taps",)),
+                                     ("keypoints_windows6_motion_vbn_mix6",
+                                      {**windows, "vbn": True, "motion": True, "mix": 6}, ("taps",))):
             for conv in convs:
-                parts = pull.split("+")
-                mix = int(parts[-1][3:]) if parts[-1].startswith("mix") else 0
-                policy = PongKeypointsPolicy(*args_, pull_scale=0.25, conv=conv, pull=parts[0], vbn="vbn" in parts,
-                                             mix=mix)
+                policy = PongKeypointsPolicy(**options, pull_scale=0.25, conv=conv)
                 forward[f"{name}_{conv}_us_per_observation_in_games"] = policy_us_per_observation_in_games(policy)
                 if policy.vbn or policy.pull == "windows":
                     forward[f"{name}_{conv}_us_per_member_episode"] = policy_us_per_member_episode(policy)
