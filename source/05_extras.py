@@ -203,14 +203,15 @@ for name, runs in results.items():
 # in `pong/keypoints.py`) learns *where to look*. It has two parts. The **front end** finds
 # positions: six keypoints, and keypoint `i` looks through window `i`, a stretch of columns
 # whose centre and width ES learns (pixels outside it get much lower scores, so the keypoint
-# sees mostly its own vertical strip), plus a learned bias up or down the rows. Each keypoint
-# scores every pixel of a frame with a learned 3x3 filter, takes a softmax over the 1,764
+# sees mostly its own vertical strip), plus a learned bias up or down the rows (the figure's
+# "row pull"). Each keypoint scores every pixel of a frame with two learned 3x3 filters, one on
+# the frame and one on its change since the previous frame, takes a softmax over the 1,764
 # pixels, and reports the expected column and row under it (a "spatial soft-argmax"), over
 # the 4 stacked frames, so also how fast it moves. The **head**, a small network, turns these
 # positions and their products into an action. At the start the six windows tile the field
 # evenly and every filter is the identity: nothing in that start knows where the ball or the
-# paddles are. ES learns the front end's 72 numbers (6 x (9 filter weights + 3 for the window))
-# together with the head (4,067 parameters in all).
+# paddles are. ES learns the front end's 126 numbers (6 x (2 x 9 filter weights + 3 for the
+# window)) together with the head (4,121 parameters in all).
 #
 # The picture below is the course's pixel agent (shipped in the course repository, not in this
 # release): training run 16 of the course's numbered record of Pong attempts, 230
@@ -245,8 +246,7 @@ else:
 # it crosses their stretch of the field, on 19%, 11%, 15% and 5% of the steps; there their
 # rows follow the ball's (correlations 0.86, 0.93, 0.97 and 0.99) and so do their columns
 # (0.93, 0.98, 0.98 and 0.85). Window 0 (columns 0 to 7) sits at the opponent's paddle, yet
-# its row follows the ball's (0.98 where it holds something) more closely than the opponent's
-# (0.88); window 5 (columns 35 to 42) sits on our paddle (row correlation 0.70). So ES learned,
+# over all steps its row follows the ball's (0.94) more closely than the opponent's (0.88); window 5 (columns 35 to 42) sits on our paddle (row correlation 0.70). So ES learned,
 # from the pixels, to pass the ball from window to window across the whole field, up to seven
 # columns before our paddle. The best pixel policy before it (attempts 14 and 15, -6.1 a game)
 # saw the ball only near the opponent and in the middle, about columns 15 to 24, its window on

@@ -92,8 +92,9 @@ def test_05s_pixel_policy_section_states_what_its_figure_measured():
     assert ", ".join(f"{k['share_present']:.0%}" for k in middle[:3]) + f" and {middle[3]['share_present']:.0%}" in text
     for key in ("ball_row_where_present", "ball_col_where_present"):
         assert ", ".join(f"{k[key]:.2f}" for k in middle[:3]) + f" and {middle[3][key]:.2f}" in text, key
-    assert f"({kp[0]['ball_row_where_present']:.2f} where it holds something) more closely than the opponent's " \
-           f"({kp[0]['opponent_row']:.2f})" in text
+    assert f"over all steps its row follows the ball's ({kp[0]['ball_row']:.2f}) more closely than the " \
+           f"opponent's ({kp[0]['opponent_row']:.2f})" in text
+    assert f"front end's {policy.num_front} numbers" in text and f"({policy.num_params:,} parameters in all)" in text
     assert f"(row correlation {kp[5]['paddle_row']:.2f})" in text
     assert f"the {seen['steps']:,} the numbers below" in text and seen["seed"] == 5
     shipped = json.loads((ROOT / "pong" / "agent-pixels.json").read_text())
