@@ -173,10 +173,13 @@ def _stamped(text: str) -> str:
     return render(nb)
 
 
-def outputs() -> dict[Path, str]:
-    """Every notebook the build writes, path -> text (deterministic)."""
+def outputs(names=None) -> dict[Path, str]:
+    """Every notebook the build writes (or those of the sources ``names``), path -> text
+    (deterministic)."""
     out = {}
     for src in sorted(SOURCES.glob("[0-9][0-9]_*.py")):
+        if names is not None and src.stem not in names:
+            continue
         cells = parse(src.read_text())
         name = src.stem
         for folder, student in ((STUDENT, True), (SOLUTION, False)):
@@ -260,12 +263,14 @@ def write_notebooks(files: dict[Path, str], force: bool = False, log=print) -> l
     return kept
 
 
-def build(check: bool = False, log=print, execute: bool = False, only=None, force: bool = False) -> int:
-    """Write (or with ``check``, compare) every notebook; ``--execute`` runs the solutions in full
-    (not fast) mode and commits their outputs (``only``: the names to run)."""
-    files = outputs()
+def build(check: bool = False, log=print, execute: bool = False, only=None, force: bool = False,
+          names=None) -> int:
+    """Write (or with ``check``, compare) every notebook, or those of the sources ``names``;
+    ``--execute`` runs the solutions in full (not fast) mode and commits their outputs (``only``:
+    the names to run)."""
+    files = outputs(names)
     if not files:
-        log(f"no notebook sources in {SOURCES}")
+        log(f"no notebook sources in {SOURCES}" + (f" named {', '.join(names)}" if names else ""))
         return 1
     if check:
         stale = [p for p, text in files.items() if not _same_source(p, text)]

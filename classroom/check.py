@@ -241,6 +241,29 @@ def _call(fn, *args):
     return _observe(fn, *args)["value"]
 
 
+def _call_leaving(fn, names, *args):
+    """``fn(*args)``, failing when it changed an argument its contract says to leave as it is:
+    ``names[i]`` names argument ``i`` for the message (None: it may change, as a generator does)."""
+    seen = _observe(fn, *args, changed=True)
+    for i in seen.get("changed", []):
+        if i < len(names) and names[i]:
+            _fail(f"{_name_of(fn)}: it changed its argument `{names[i]}` in place; leave the caller's arrays as "
+                  "they are and build new ones (`a = a + b`, not `a += b`)")
+    return seen["value"]
+
+
+def _name_of(fn) -> str:
+    return str(getattr(fn, "__name__", "") or getattr(fn, "name", "") or "your function")
+
+
+def _dtype(value, dtype, what):
+    """Fail unless ``value`` is an array of ``dtype``, as the contract says."""
+    got = getattr(value, "dtype", None)
+    if got != np.dtype(dtype):
+        _fail(f"{what}: returned {'dtype ' + str(got) if got is not None else type(value).__name__}, the contract "
+              f"says an array of {np.dtype(dtype)}")
+
+
 def _array(value, shape, what, dtype=np.float64):
     got = np.asarray(value)
     if got.shape != tuple(shape):
@@ -1101,8 +1124,9 @@ def _stats_out(out, d, what):
 @_register("merge_stats", "extras", 2, "06_locomotion")
 def merge_stats(fn, rng):
     """merge_stats((count, total, squares), (count, total, squares)) -> (count, total, squares):
-    counts, sums and sums of squares add. The count exact, the sums within 1e-12 relative error,
-    for two workers that saw very different numbers of states, then for a third merged in."""
+    counts, sums and sums of squares add, into new arrays (a and b left as they were). The count
+    exact, the sums within 1e-12 relative error, for two workers that saw very different numbers
+    of states, then for a third merged in."""
     d = int(rng.integers(5, 18))
 
     def stats(n):
@@ -1115,7 +1139,8 @@ def merge_stats(fn, rng):
         if first is None:        # a third worker merged into the right merge of the first two
             first = [want["count"], want["total"], want["squares"]]
         want = answers("merge_stats", first, second)
-        count, total, squares = _stats_out(_call(fn, first, second), d, "merge_stats")
+        count, total, squares = _stats_out(_call_leaving(fn, ("a", "b"), tuple(first), tuple(second)), d,
+                                           "merge_stats")
         if count != want["count"]:
             if count in (first[0], second[0]):
                 _fail(f"merge_stats: the count is {count}, one worker's; forgot to add the counts "

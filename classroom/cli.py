@@ -40,6 +40,8 @@ def add_commands(sub) -> None:
                           "and commit their outputs")
     nbp.add_argument("--force", action="store_true",
                      help="also overwrite notebooks whose cells were edited since they were built")
+    nbp.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                     help="build (and check) only these notebooks, e.g. 04_pong")
 
     r = sub.add_parser("release", help="write what students get: notebooks, support code, no answer key")
     r.add_argument("dir", type=Path, help="the release folder (nbgrader's release/ASSIGNMENT/, or a course repo)")
@@ -113,7 +115,8 @@ def cmd_preflight(args) -> int:
 
 def cmd_notebooks(args) -> int:
     from .build import build
-    return build(check=args.check, execute=args.execute is not None, only=args.execute or None, force=args.force)
+    return build(check=args.check, execute=args.execute is not None, only=args.execute or args.only or None,
+                 force=args.force, names=args.only)
 
 
 def cmd_release(args) -> int:

@@ -11,7 +11,7 @@ MARKER = "@@ES-PROBE@@"
 
 
 def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_after=False, spy=None,
-            count_lines=False, reference=(), seeds_only=0) -> dict:
+            count_lines=False, reference=(), seeds_only=0, changed=False) -> dict:
     """``{"value": fn(*args)}`` plus what was asked for:
 
     - ``global_seed``: seed the global NumPy state first; ``draw_after``: its next
@@ -26,6 +26,8 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
       function of that name (``REFERENCE``), so ``fn`` is graded apart from the helpers it calls;
       ``reference={name: source}``: the same, defined from the source the grader sent (a
       graded kernel need not be able to import the reference).
+    - ``changed``: the positions of the arguments ``fn`` changed in place (``"changed"``), to
+      see whether it left its inputs as the contract asks;
     - ``seeds_only=N``: ``args`` are ``(center, seed, returns, sigma, lr)``, with ``returns`` a
       list per generation; run the update ``fn(center, seed, g, returns[g], sigma, lr)``
       generation after generation here (``"value"``: the centers, one row per generation) and
@@ -48,6 +50,7 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
         os.close(fd)
         real = namespace.get(spy["name"])
         namespace[spy["name"]] = _spy(real, log, tuple(spy.get("args", ())), float(spy.get("delay", 0)))
+    before = [_snapshot(a) for a in args] if changed else None
     saved = {name: namespace.get(name, _ABSENT) for name in reference}
     for name in reference:
         namespace[name] = _reference(name, reference[name] if isinstance(reference, dict) else None)
@@ -69,7 +72,28 @@ def observe(fn, args, namespace=None, global_seed=None, elsewhere=False, draw_af
             os.unlink(log)
     if draw_after:
         reply["after"] = float(np.random.random())
+    if changed:
+        reply["changed"] = [i for i, (a, b) in enumerate(zip(args, before)) if not _same(_snapshot(a), b)]
     return reply
+
+
+def _snapshot(value):
+    """A deep copy of an argument's contents (arrays, lists, tuples, dicts, numbers, strings);
+    a random generator or any other object stands for itself."""
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_snapshot(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", [(k, _snapshot(v)) for k, v in value.items()])
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    return ("object", id(value))
+
+
+def _same(a, b) -> bool:
+    return a == b
 
 
 def _seeds_only(fn, args, workers: int) -> dict:

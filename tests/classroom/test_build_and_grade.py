@@ -259,6 +259,8 @@ MISTAKES = [
     ("06_locomotion", MERGE, "return count_a + count_b, total_b, squares_b", "merge_stats", "the last worker only"),
     ("06_locomotion", MERGE, "return count_a + count_b, np.add(total_a, total_b), np.add(total_a, total_b) ** 2",
      "merge_stats", "do not square the merged sum"),
+    ("06_locomotion", MERGE, "total_a += total_b\n    squares_a += squares_b\n    return count_a + count_b, total_a, squares_a",
+     "merge_stats", "changed its argument `a` in place"),
     ("06_locomotion", STD, "return mu, np.sqrt(squares / count - mu * mu)", "mean_std", "floor the variance at 1e-4"),
     ("06_locomotion", STD, "return mu, np.maximum(squares / count - mu * mu, 1e-4)", "mean_std",
      "returned the variance"),

@@ -295,3 +295,42 @@ def test_the_kit_benchmark_runs_the_kits_own_loop_and_records_the_load(tmp_path)
 def test_the_kit_benchmark_refuses_a_folder_that_is_not_a_release(tmp_path):
     out = run_benchmark("--release", str(tmp_path), "--students", "ada", "--budget", "0")
     assert out.returncode != 0 and f"not from the release {tmp_path}" in out.stderr, out.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- every number a student reads
+import course_numbers as numbers       # noqa: E402  (tests/classroom is on sys.path)
+
+
+@pytest.mark.parametrize("page", numbers.PAGES)
+def test_every_number_a_student_reads_has_a_source(page):
+    """Each number on the page is math, a pointer, a course constant, printed by the cell its
+    'Expected output' paragraph sits beside, a literal of the notebook's code, or a Claim in
+    course_sources/ whose function holds it (run here, but for the slow ones)."""
+    assert not numbers.stale_claims(page), "claims whose snippet the page no longer has"
+    missing = numbers.unsourced(page)
+    assert not missing, f"{len(missing)} numbers without a source on {page}:\n" + "\n".join(missing)
+    for claim in numbers.claims_of(page):
+        if not claim.slow:
+            claim.holds()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", numbers.PAGES)
+def test_the_slow_claims_hold(page):
+    for claim in numbers.claims_of(page):
+        if claim.slow:
+            claim.holds()
+
+
+def test_a_number_without_a_source_is_found():
+    """The rule at work on a made-up page: a claim in prose, an expected output the cell does not
+    print and a code span the code lacks are found; a pointer, a constant, a printed number and a
+    code literal are not."""
+    page = numbers.Page("made-up", [
+        "## 2. Section 3 of notebook 04, on 42x42 frames: the run took 7.3 minutes.",
+        "**Expected output:** `loss 0.125, then 0.5` after `rng.integers(0, 128)` and `np.zeros(999)`.",
+    ], code="rng.integers(0, 128)", outputs=[(0, ""), (1, "loss 0.1249\n")])
+    missing = [m.split(" in ")[0] for m in numbers.unsourced("made-up", [], page)]
+    assert missing == ["'7.3'", "'0.5'", "'999'"], missing
+    claim = numbers.Claim("the run took 7.3 minutes", lambda: None)
+    assert [m.split(" in ")[0] for m in numbers.unsourced("made-up", [claim], page)] == ["'0.5'", "'999'"]
