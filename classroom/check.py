@@ -259,7 +259,7 @@ def _name_of(fn) -> str:
 def _dtype(value, dtype, what):
     """Fail unless ``value`` is an array of ``dtype``, as the contract says."""
     got = getattr(value, "dtype", None)
-    if got != np.dtype(dtype):
+    if got is None or got != np.dtype(dtype):      # (np.dtype(None) is float64: None would pass a float64 rule)
         _fail(f"{what}: returned {'dtype ' + str(got) if got is not None else type(value).__name__}, the contract "
               f"says an array of {np.dtype(dtype)}")
 
@@ -280,16 +280,16 @@ def _close(got, want, tol=1e-6) -> bool:
 @_register("centered_ranks", "M1", 2, "00_es_from_scratch")
 def centered_ranks(fn, rng):
     """Tolerance 1e-6 against the course's centered ranks, on distinct returns with an outlier,
-    then on returns with ties."""
+    then on returns with ties; the returns left as they were."""
     n = int(rng.integers(9, 30))
     x = rng.choice(10_000, n, replace=False) / 100 - 50
     x[rng.integers(n)] = 1e4                      # an outlier: min-max scaling squashes the rest
     ties = rng.integers(-3, 4, n + 8).astype(np.float64)      # 7 values, n + 8 returns: ties
     want, want_ties = answers("centered_ranks", x), answers("centered_ranks", ties)
-    got = _array(_call(fn, x.copy()), (n,), "centered_ranks")
+    got = _array(_call_leaving(fn, ("returns",), x.copy()), (n,), "centered_ranks")
     if not _close(got, want["right"]):
         _blame_ranks(got, x, want)
-    got = _array(_call(fn, ties.copy()), (n + 8,), "centered_ranks")
+    got = _array(_call_leaving(fn, ("returns",), ties.copy()), (n + 8,), "centered_ranks")
     if _close(got, want_ties["right"]):
         return
     if any(np.ptp(got[ties == v]) > 1e-9 for v in np.unique(ties)):
@@ -345,7 +345,8 @@ def es_gradient(fn, rng):
 
 @_register("antithetic_noise", "M1", 1, "01_cartpole")
 def antithetic_noise(fn, rng):
-    """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in."""
+    """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in, in the one
+    call the contract gives (rng.standard_normal((population // 2, dim)), row k is eps_k)."""
     RNG = wire.RNG
     population, dim = 2 * int(rng.integers(3, 10)), int(rng.integers(3, 9))
     s1, s2 = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
@@ -362,6 +363,10 @@ def antithetic_noise(fn, rng):
     c = np.asarray(_call(fn, RNG(s2), population, dim))
     if not np.array_equal(a, b) or np.array_equal(a, c):
         _fail("antithetic_noise: draw from the generator you are given (same seed -> same noise), not np.random")
+    if not np.allclose(a[0::2], np.random.default_rng(s1).standard_normal((population // 2, dim))):
+        _fail("antithetic_noise: mirrored, but not the draws the contract gives: take eps_k as row k of one call, "
+              "rng.standard_normal((population // 2, dim)), and draw nothing else from rng (your training loop "
+              "draws from the same generator)")
 
 
 @_register("adam_update", "M1", 2, "01_cartpole")
@@ -418,8 +423,8 @@ def train_cartpole(fn, rng):
 # ---------------------------------------------------------------- milestone 2 (02)
 @_register("member_noise", "M2", 2, "02_parallel")
 def member_noise(fn, rng):
-    """Noise of one member from (seed, generation, member) alone, never the global state;
-    different (seed, generation, member) never share noise."""
+    """Noise of one member, float64 (dim,), from (seed, generation, member) alone, never the
+    global state; different (seed, generation, member) never share noise."""
     seed, generation, member = int(rng.integers(2 ** 31)), int(rng.integers(1, 500)), int(rng.integers(1000, 5000))
     dim, g = int(rng.integers(4, 10)), int(rng.integers(2 ** 31))
     reply = _observe(fn, seed, generation, member, dim, global_seed=g, draw_after=True)
@@ -429,6 +434,7 @@ def member_noise(fn, rng):
               "from (seed, generation, member)")
     if a.shape != (dim,):
         _fail(f"member_noise: expected shape (dim,) = ({dim},), got {a.shape}")
+    _dtype(reply["value"], np.float64, "member_noise")
     if not np.array_equal(a, np.asarray(_observe(fn, seed, generation, member, dim, global_seed=g + 1)["value"])):
         _fail("member_noise: it uses the global np.random state (the result changes with it); build a Generator "
               "from (seed, generation, member)")
@@ -457,7 +463,7 @@ def member_noise(fn, rng):
 @_register("parallel_returns", "M2", 3, "02_parallel", "parallel_returns", "evaluate_members")
 def parallel_returns(fn, evaluate_members, rng):
     """parallel_returns(center, sigma, seed, generation, population, n_jobs) equals
-    evaluate_members(center, sigma, seed, generation, 0, population), for populations that
+    evaluate_members(center, sigma, seed, generation, 0, population), float64, for populations that
     are not multiples of n_jobs, with n_jobs chunks evaluated in more than one process."""
     center = (rng.standard_normal(10) * 0.1).astype(np.float32)
     sigma, seed, generation = float(rng.uniform(0.2, 0.6)), int(rng.integers(2 ** 31)), int(rng.integers(100))
@@ -469,6 +475,7 @@ def parallel_returns(fn, evaluate_members, rng):
         got = np.asarray(reply["value"], dtype=np.float64).ravel()
         chunks = sorted((a, b) for _, a, b in reply.get("spied", []))
         _blame_chunks(got, want, chunks, population, n_jobs)
+        _dtype(reply["value"], np.float64, "parallel_returns")
         if len(chunks) != n_jobs:
             _fail(f"parallel_returns: {len(chunks)} chunk(s) for n_jobs={n_jobs}; split the population into "
                   "n_jobs chunks, one per job")
@@ -538,6 +545,13 @@ def result_codec(encode_result, decode_result, rng):
         _fail("decode_result: returns came back different")
     if not np.array_equal(np.asarray(out["lengths"]), lengths):
         _fail("decode_result: lengths came back different")
+    if not all(isinstance(out[k], (int, np.integer)) and not isinstance(out[k], bool) for k in ("generation", "first")):
+        _fail(f"decode_result: generation and first came back as {type(out['generation']).__name__} and "
+              f"{type(out['first']).__name__}; the contract says ints")
+    _dtype(out["returns"], np.float64, "decode_result returns")
+    if not (isinstance(out["lengths"], np.ndarray) and out["lengths"].dtype.kind in "iu"):
+        _fail(f"decode_result lengths: returned {getattr(out['lengths'], 'dtype', type(out['lengths']).__name__)}, "
+              "the contract says an integer array")
     if len(payload) > 64 + 16 * count:
         _fail(f"encode_result: {len(payload)} bytes for {count} members; aim for ~12 bytes per member plus a header")
 
@@ -555,7 +569,9 @@ def chunks_to_requeue(fn, rng):
     in_queue = {waiting}
     leases = {alive: now - lease * float(rng.uniform(0.05, 0.5)), dead: old()}
     want = set(answers("chunks_to_requeue", queued_at, sorted(in_queue), leases, now, lease)["right"])
-    got = set(_call(fn, dict(queued_at), set(in_queue), dict(leases), now, lease))
+    got = _call(fn, dict(queued_at), set(in_queue), dict(leases), now, lease)
+    if not isinstance(got, (set, frozenset)):
+        _fail(f"chunks_to_requeue: returned a {type(got).__name__}; the contract says a set")
     if got == want:
         return
     if waiting in got:
@@ -580,8 +596,9 @@ def gather(fn, rng):
     course's decode_result and chunks_to_requeue, against
     classroom.redis_workers.FaultyWorkers on a real Redis: a stale result, an unknown chunk, a
     worker that dies holding a lease, one that dies before writing it, a duplicate result and
-    a slow worker that is alive. The returns must be exact, each lost chunk handed out again,
-    and the live one never."""
+    a slow worker that is alive. The returns must be exact (float64 returns, int64 lengths), each
+    lost chunk handed out again, and the live one never. Then, on a chunk nobody takes, it must
+    give up with a TimeoutError after its timeout."""
     from es.distributed.server import EmbeddedRedis
     from .redis_workers import FaultyWorkers
     lease = 1.0
@@ -600,6 +617,7 @@ def gather(fn, rng):
             out, raised = None, exc
         finally:
             workers.stop()
+        late = None if raised is not None else _gives_up(fn, server.master_url, workers.generation + 1, lease, key)
     given = workers.handed_out
     said = None if raised is None else str(raised) if type(raised).__name__ == "KernelError" \
         else f"{type(raised).__name__}: {raised}"
@@ -632,7 +650,12 @@ def gather(fn, rng):
         _fail("gather: return the pair (returns, lengths)")
     n = len(workers.returns)
     got, lengths = _array(out[0], (n,), "gather returns"), _array(out[1], (n,), "gather lengths", np.int64)
+    _dtype(out[0], np.float64, "gather returns")
+    _dtype(out[1], np.int64, "gather lengths")
     if np.array_equal(got, workers.returns) and np.array_equal(lengths, workers.lengths):
+        if late is not None:
+            _fail(f"gather: called with timeout={_GIVE_UP[0]:g} on a chunk whose job nobody takes, {late}; raise "
+                  "TimeoutError once timeout seconds have passed without all results")
         return
     a, b = workers.bounds[0]
     if np.array_equal(got[a:b], workers.returns[a:b] + 1000.0):
@@ -644,6 +667,39 @@ def gather(fn, rng):
     bad = int(np.flatnonzero((got != workers.returns) | (lengths != workers.lengths))[0])
     _fail(f"gather: member {bad} came back {got[bad]!r} (length {lengths[bad]}), expected {workers.returns[bad]!r} "
           f"(length {workers.lengths[bad]}); put each result at returns[first:first + count]")
+
+
+_GIVE_UP = (0.5, 3.0)      # gather's timeout in the check's last call; when a result comes after all
+
+
+def _gives_up(fn, url, generation, lease, key):
+    """``gather`` on one chunk whose job waits and is never taken, with a short timeout: None when
+    it raised TimeoutError, else what it did instead. The chunk's result is pushed a few seconds
+    later, so that a gather that never gives up returns then rather than hanging."""
+    import threading
+
+    import redis
+    timeout, after = _GIVE_UP
+    link = redis.Redis.from_url(url)
+    link.delete("es:jobs", "es:results", "es:leases")
+    link.rpush("es:jobs", json.dumps({"g": generation, "a": 0, "b": 4}))
+    payload = _payload_encoder(fn)(generation, 0, np.zeros(4), np.full(4, 10, dtype=np.int64))
+    timer = threading.Timer(after, lambda: link.rpush("es:results", payload))
+    timer.start()
+    try:
+        _observe(fn, url, generation, [[0, 4]], lease, timeout,
+                 reference=["decode_result", "chunks_to_requeue"] if key else [])
+        said = f"it waited on and returned when the result came {after:g} s later"
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as exc:
+        said = str(exc) if type(exc).__name__ == "KernelError" else f"{type(exc).__name__}: {exc}"
+        said = None if said.startswith("TimeoutError") else f"it raised {said[:200]}"
+    finally:
+        timer.cancel()
+        timer.join()
+        link.close()
+    return said
 
 
 def _payload_encoder(gather_fn):
@@ -708,6 +764,7 @@ def seeds_only_update(fn, rng):
         _fail(f"update_from_returns: generation {g}'s center is off by {off('right')[g]:.2g} (relative) from the "
               "course's update; rebuild each pair's noise, mirror it, z-score all returns, step by "
               "lr * noise.T @ z / (population * sigma), and return float32")
+    _dtype(reply["value"], np.float32, "update_from_returns (the next center)")
     for i, run in enumerate(reply.get("workers") or []):
         if isinstance(run, str):
             _fail(f"update_from_returns: worker process {i + 1} raised {run}")
@@ -755,6 +812,7 @@ def noise_table(make_noise_table, generation_offsets, table_noise, rng):
     got = np.asarray(_call(generation_offsets, run, generation, pairs, len(table), dim))
     if got.shape != (pairs,):
         _fail(f"generation_offsets: expected one offset per pair, shape ({pairs},), got {got.shape}")
+    kind = got.dtype
     got = got.astype(np.int64).tolist()
     if got != offsets["right"]:
         if got == offsets["to_the_end"] or max(got) > len(table) - dim:
@@ -765,12 +823,15 @@ def noise_table(make_noise_table, generation_offsets, table_noise, rng):
                   "the same noise; draw from default_rng([seed, generation])")
         _fail("generation_offsets: not the offsets np.random.default_rng([seed, generation]).integers(0, size - dim + "
               "1, pairs) draws in one call")
+    if kind.kind not in "iu":
+        _fail(f"generation_offsets: returned {kind}; the offsets are ints (slice bounds), what integers(...) draws")
     right = np.asarray(offsets["right"])
     for member in range(2 * pairs):
         got = np.asarray(_call(table_noise, table.copy(), right.copy(), member, dim))
         k, sign = member // 2, 1 - 2 * (member % 2)
         want_noise = sign * table[right[k]:right[k] + dim]
         if got.shape == want_noise.shape and np.array_equal(got, want_noise):
+            _dtype(got, np.float32, "table_noise")
             continue
         if got.shape != (dim,):
             _fail(f"table_noise: expected shape (dim,) = ({dim},), got {got.shape}")
@@ -798,7 +859,7 @@ def downsample(fn, rng):
     many means are exactly halves."""
     k = int(rng.integers(2, 4))
     frames = rng.integers(0, 256, (k, 210, 160)).astype(np.uint8)
-    for _ in range(20):                     # a frame with several means that are exactly a half
+    while True:                             # a frame with at least three means that are exactly a half
         tie = rng.integers(0, 256, (1, 210, 160)).astype(np.uint8)
         if answers("downsample_halves", tie)["halves"] >= 3:
             break
@@ -837,16 +898,18 @@ def downsample(fn, rng):
 
 @_register("stack_frames", "M4", 1, "04_pong")
 def stack_frames(fn, rng):
-    """stack_frames(stacks (k, 4, 42, 42), frames (k, 42, 42)) -> (k, 4, 42, 42): each stack
-    without its oldest frame, then the new one (oldest first)."""
+    """stack_frames(stacks (k, 4, 42, 42), frames (k, 42, 42)) -> (k, 4, 42, 42) uint8, a new
+    array (the inputs left as they are): each stack without its oldest frame, then the new one
+    (oldest first)."""
     k = int(rng.integers(2, 6))
     stacks = rng.integers(0, 256, (k, 4, 42, 42)).astype(np.uint8)
     frames = rng.integers(0, 256, (k, 42, 42)).astype(np.uint8)
     want = answers("stack_frames", stacks, frames)
-    got = np.asarray(_call(fn, stacks.copy(), frames.copy()))
+    got = np.asarray(_call_leaving(fn, ("stacks", "frames"), stacks.copy(), frames.copy()))
     if got.shape == (4, 42, 42):
         _fail("stack_frames: it returned one stack; it takes k stacks and k frames and returns (k, 4, 42, 42)")
-    got = _array(got, (k, 4, 42, 42), "stack_frames", np.uint8)
+    got = _array(got, (k, 4, 42, 42), "stack_frames", got.dtype)
+    _dtype(got, np.uint8, "stack_frames")
     digest = _uint8_digest(got)
     if digest == want["right"]:
         return
@@ -868,7 +931,11 @@ def batched_policy(fn, rng):
                 return W, b, x, want
     members, features = int(rng.integers(20, 40)), int(rng.integers(8, 24))
     W, b, x, want = draw(members)
-    got = _array(_call(fn, W, b, x), (members,), "batched_policy", np.int64)
+    got = np.asarray(_call(fn, W, b, x))
+    if got.shape == (members,) and not np.issubdtype(got.dtype, np.integer):
+        _fail(f"batched_policy: returned dtype {got.dtype}; return integer actions (the games look each action up "
+              "by index): np.argmax gives them")
+    got = _array(got, (members,), "batched_policy", np.int64)
     if not np.array_equal(got, want["right"]):
         if np.array_equal(got, want["no_bias"]):
             _fail("batched_policy: it ignores the bias b; logits are features @ W[p] + b[p]")
@@ -1111,6 +1178,45 @@ def snes_step(fn, rng):
         _fail("snes_step: the sigma update is off; sigma *= exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1))")
 
 
+@_register("virtual_batch_norm", "extras", 2, "05_extras")
+def virtual_batch_norm(fn, rng):
+    """virtual_batch_norm(reference (R, F), inputs (k, F)) -> (k, F): clip((inputs - m) / max(s, 0.1), -5, 5),
+    m and s the mean and population standard deviation of each feature over the reference batch; relative
+    error 1e-6, both arguments left as they are, on features with offsets, one constant over the batch, one
+    that barely varies, and inputs far outside the batch."""
+    r, f, k = int(rng.integers(6, 20)), int(rng.integers(5, 12)), int(rng.integers(20, 40))
+    offset, scale = rng.uniform(-20, 20, f), rng.uniform(0.5, 5, f)
+    reference = offset + scale * rng.standard_normal((r, f))
+    inputs = offset + scale * (1.5 * rng.standard_normal((k, f)) + 0.5)    # statistics unlike the batch's
+    flat, tiny = rng.choice(f, 2, replace=False)
+    reference[:, flat] = offset[flat]                                     # constant over the batch: std 0
+    inputs[:, flat] = offset[flat] + rng.choice([-1, 1], k) * rng.uniform(0.05, 0.3, k)
+    reference[:, tiny] = offset[tiny] + 0.02 * rng.standard_normal(r)     # std below the floor
+    inputs[:, tiny] = offset[tiny] + 0.02 * rng.standard_normal(k)
+    others = [j for j in range(f) if j not in (flat, tiny)]
+    rows = rng.choice(k, 3, replace=False)
+    cols = rng.choice(others, 3)
+    inputs[rows, cols] = offset[cols] + rng.choice([-1, 1], 3) * rng.uniform(10, 20, 3) * scale[cols]   # to clip
+    want = answers("virtual_batch_norm", reference, inputs)
+    got = _array(_call_leaving(fn, ("reference", "inputs"), reference.copy(), inputs.copy()), (k, f),
+                 "virtual_batch_norm")
+    if _close(got, want["right"]):
+        return
+    for key, why in (("no_floor", f"feature {flat} is constant over the reference batch (standard deviation 0): "
+                                  "floor the std at 0.1, max(std, 0.1), before dividing"),
+                     ("sample", "it used the sample std (ddof=1, dividing by R - 1); use the population std over "
+                                "the reference batch (np.std's default, dividing by R)"),
+                     ("no_clip", "forgot the clip: clip the normalized inputs to [-5, 5]"),
+                     ("input_stats", "it took the statistics of the inputs; the mean and std come from the "
+                                     "reference batch (`reference`), and `inputs` only get normalized with them"),
+                     ("floor_variance", "it floored the variance at 0.1; floor the standard deviation: "
+                                        "max(std, 0.1)")):
+        if _close(got, want[key]):
+            _fail(f"virtual_batch_norm: {why}")
+    _fail(f"virtual_batch_norm: off by a relative error of {rel_error(got, want['right']):.2g}; compute "
+          "clip((inputs - mean) / max(std, 0.1), -5, 5), mean and std of each feature (column) over `reference`")
+
+
 # ---------------------------------------------------------------- extras (06)
 def _stats_out(out, d, what):
     if not isinstance(out, (tuple, list)) or len(out) != 3:
@@ -1169,14 +1275,15 @@ def merge_stats(fn, rng):
 def mean_std(fn, rng):
     """mean_std(count, total, squares) -> (mean, std): mean = total / count, std =
     sqrt(max(squares / count - mean**2, 1e-4)); (0, 1) for count 0. Relative error 1e-6, on
-    statistics with a constant state variable, then on count 0."""
+    statistics with a constant state variable, then on count 0; total and squares left as they
+    were (the training loop merges into them afterwards)."""
     d, n = int(rng.integers(4, 12)), int(rng.integers(20, 500))
     x = rng.standard_normal((n, d)) * rng.uniform(0.05, 20, d) + rng.uniform(-3, 3, d)
     j = int(rng.integers(d))
     x[:, j] = rng.uniform(-2, 2)                     # a state variable that never moves
     total, squares = x.sum(axis=0), (x * x).sum(axis=0)
     want = answers("mean_std", n, total, squares)
-    out = _call(fn, n, total.copy(), squares.copy())
+    out = _call_leaving(fn, ("count", "total", "squares"), n, total.copy(), squares.copy())
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         _fail("mean_std: return the pair (mean, std)")
     got_mean, got_std = (_array(v, (d,), "mean_std") for v in out)
@@ -1197,7 +1304,7 @@ def mean_std(fn, rng):
                   "up); floor the variance at 1e-4: std = sqrt(max(var, 1e-4))")
         _fail("mean_std: the std is off; std = sqrt(max(squares / count - mean**2, 1e-4))")
     want = answers("mean_std", 0, np.zeros(d), np.zeros(d))
-    out = _call(fn, 0, np.zeros(d), np.zeros(d))
+    out = _call_leaving(fn, ("count", "total", "squares"), 0, np.zeros(d), np.zeros(d))
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         _fail("mean_std: return the pair (mean, std)")
     got_mean, got_std = (_array(v, (d,), "mean_std with count 0") for v in out)

@@ -46,6 +46,7 @@ FORBIDDEN = {
     "batched_policy": ("pong.policy", "pong.problem", "es.policies"),
     "es_step": ("es.optimizers", "es.Adam", "es.shaping", "es.centered_ranks", "es.strategy", "es.OpenES"),
     "snes_step": (),
+    "virtual_batch_norm": ("pong.keypoints", "pong.policy"),
 }
 ALWAYS = ("classroom", "pong.replay")
 DYNAMIC = {"__import__", "importlib", "exec", "eval", "compile", "runpy", "execfile"}

@@ -6,8 +6,10 @@ What it does, the paper's way (Salimans et al. 2017, and Mania et al. 2018's lin
 policies): every generation's members play with the same frozen observation statistics
 (``mean_std`` of the states seen in earlier generations); each member reports the count, sum
 and sum of squares of the states it visited; the master merges them with ``merge_stats`` in
-member order, so the run is the same for any number of workers. The ES step (mirrored noise
-from ``(seed, generation)``, centered ranks, Adam) is the one of notebooks 00, 01 and 04.
+member order, so the run is the same for any number of workers. The ES update is notebook 04's
+``es_step`` with no weight decay: centered ranks of the members' returns (ties share their mean
+rank, as ``es.shaping.centered_ranks`` has them), then Adam; the noise is mirrored, drawn from
+``(seed, generation)``.
 
 Files in ``run_dir`` (what ``check.locomotion_agent`` grades): ``config.json`` (the task and
 settings), ``metrics.jsonl`` (a line per generation), ``checkpoint.npz`` (the center and the
@@ -23,14 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-# name: (gymnasium id, alive bonus a step, threshold: Mania et al. 2018, used by the ES paper)
+# name: (gymnasium id, alive bonus a step, threshold: Mania, Guy, Recht 2018, arXiv:1803.07055, Table 1)
 TASKS = {"halfcheetah": ("HalfCheetah-v5", 0.0, 3430.0), "hopper": ("Hopper-v5", 1.0, 3120.0)}
 HELD_OUT = 1_000_000        # the confirmation episodes' first seed (training's are below it)
 # A center is confirmed when its mean over 20 held-out episodes reaches the threshold + MARGIN. A
-# trained HalfCheetah's return varies from episode to episode (the course's solution agent, 100
-# episodes: 99 with a standard deviation of 41, one at 1,444 for a mean of 3,447): the margin
-# keeps an agent confirmed by luck out, and the grader (check.locomotion_agent) plays 20 new
-# episodes and fails an agent only when their mean is significantly below the threshold.
+# trained agent's return varies from episode to episode: the margin keeps an agent confirmed by
+# luck out, and the grader (check.locomotion_agent) plays 20 new episodes and fails an agent only
+# when their mean is significantly below the threshold.
 MARGIN = 20.0
 
 
@@ -108,7 +109,7 @@ def _play_chunk(env_id, policy, params, seeds, mean, std, shift):
         return play(env_id, policy, params, seeds, mean, std, shift)
 
 
-# ---------------------------------------------------------------- the ES step (notebooks 00, 01, 04)
+# ---------------------------------------------------------------- the ES step (notebook 04's es_step)
 def mirrored_noise(seed: int, generation: int, population: int, dim: int) -> np.ndarray:
     """Mirrored pairs, interleaved: row 2k is +eps_k, row 2k + 1 is -eps_k (float32)."""
     half = np.random.default_rng([seed, generation]).standard_normal((population // 2, dim)).astype(np.float32)
@@ -116,8 +117,22 @@ def mirrored_noise(seed: int, generation: int, population: int, dim: int) -> np.
 
 
 def _ranked(fitness: np.ndarray) -> np.ndarray:
-    order = np.argsort(np.argsort(fitness, kind="stable"), kind="stable")
-    return order / (len(fitness) - 1) - 0.5
+    """Centered ranks in [-0.5, 0.5], tied returns sharing their mean rank: the weights of
+    ``es.shaping.centered_ranks`` (tests/classroom/test_mujoco_runs.py holds them equal; the
+    release does not ship es.shaping, which holds notebook 00's answer), kept in float64 as the
+    committed solution run computed them."""
+    f = np.asarray(fitness, dtype=np.float64)
+    below = (f[None, :] < f[:, None]).sum(axis=1)          # members with a lower return
+    tied = (f[None, :] == f[:, None]).sum(axis=1) - 1      # other members with the same return
+    return (below + 0.5 * tied) / (len(f) - 1) - 0.5
+
+
+def _update(center, noise, fitness, m, v, t, sigma, lr):
+    """One ES update, notebook 04's ``es_step`` with no weight decay: the centered ranks of the
+    members' fitness weigh their noise, ``g = noise.T @ weights / (population * sigma)``, and
+    Adam steps the center up ``g``. Returns the center (float32) and Adam's ``m, v, t``."""
+    grad = noise.T.astype(np.float64) @ _ranked(fitness) / (len(fitness) * sigma)
+    return _adam(center, grad, m, v, t, lr)
 
 
 def _adam(center, grad, m, v, t, lr):
@@ -133,7 +148,9 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
     """Train until the center reaches the task's threshold on the generation's episode and then
     the threshold + ``MARGIN`` on average over ``confirm_episodes`` held-out ones; or for
     ``max_generations``, or ``minutes`` of this call.
-    Re-running with the same ``run_dir`` resumes. Returns the run's summary."""
+    Re-running with the same ``run_dir`` resumes. Returns the run's summary: ``generations``
+    played, ``updates`` made (one fewer once finished: the generation whose center was confirmed
+    makes none), ``steps``, ``minutes`` of training, whether it ``finished``."""
     from joblib import Parallel, delayed
     env_id, shift, threshold = TASKS[config.task]
     run_dir = Path(run_dir)
@@ -184,9 +201,7 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
                 confirmed = float(r.mean())
                 finished = confirmed >= threshold + MARGIN
             if not finished:                                    # the center that reached it is the agent
-                fitness = returns[:n]
-                grad = noise.T.astype(np.float64) @ _ranked(fitness) / (n * config.sigma)
-                center, m, v, t = _adam(center, grad, m, v, t, config.learning_rate)
+                center, m, v, t = _update(center, noise, returns[:n], m, v, t, config.sigma, config.learning_rate)
             steps += int(lengths.sum())
             seconds += time.perf_counter() - t0
             row = {"generation": generation, "center_score": score, "pop_mean": float(returns[:n].mean()),
@@ -202,7 +217,7 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
             if progress is not None and (generation % 10 == 0 or finished):
                 progress(f"generation {generation}: center {score:.0f}, population mean {row['pop_mean']:.0f}, "
                          f"{seconds / 60:.1f} min" + (f", held-out {confirmed:.0f}" if confirmed is not None else ""))
-    return {"finished": finished, "generations": generation, "minutes": seconds / 60, "steps": steps,
+    return {"finished": finished, "generations": generation, "updates": t, "minutes": seconds / 60, "steps": steps,
             "threshold": threshold}
 
 

@@ -137,6 +137,21 @@ def snes_step(mu, sigma, s, w, lr_mu, lr_sigma) -> dict:
             "mu_without_sigma": mu + lr_mu * (w @ s), "sigma_additive": sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))}
 
 
+def virtual_batch_norm(reference, inputs) -> dict:
+    """Notebook 05: the pixel agent's virtual batch normalization (``pong.keypoints``'s
+    ``PongKeypointsPolicy.normalize``: floor ``VBN_FLOOR``, clip ``VBN_CLIP``, population std) of
+    ``inputs`` with the statistics of ``reference``; and what its usual mistakes return."""
+    from pong.keypoints import VBN_CLIP, VBN_FLOOR
+    ref, x = np.asarray(reference, dtype=np.float64), np.asarray(inputs, dtype=np.float64)
+
+    def norm(of=ref, ddof=0, floor=lambda s: np.maximum(s, VBN_FLOOR), clip=True):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (x - of.mean(axis=0)) / floor(of.std(axis=0, ddof=ddof))
+        return np.clip(z, -VBN_CLIP, VBN_CLIP) if clip else z
+    return {"right": norm(), "no_floor": norm(floor=lambda s: s), "sample": norm(ddof=1), "no_clip": norm(clip=False),
+            "input_stats": norm(of=x), "floor_variance": norm(floor=lambda s: np.sqrt(np.maximum(s * s, VBN_FLOOR)))}
+
+
 def merge_stats(a, b) -> dict:
     """Notebook 06: two workers' (count, total, squares) merged; and the merges gone wrong."""
     (ca, ta, sa), (cb, tb, sb) = a, b
@@ -280,6 +295,7 @@ SOLUTIONS = {
     "es_step": [lambda c, n, f, s, sigma, lr, wd: reference_es_step(np.asarray(c, dtype=np.float64), n, f, s, sigma,
                                                                      lr, wd)],
     "snes_step": [lambda *a: (snes_step(*a)["mu"], snes_step(*a)["sigma"])],
+    "virtual_batch_norm": [lambda reference, inputs: virtual_batch_norm(reference, inputs)["right"]],
     "merge_stats": [lambda a, b: (merge_stats(a, b)["count"], merge_stats(a, b)["total"], merge_stats(a, b)["squares"])],
     "mean_std": [lambda *a: (mean_std(*a)["mean"], mean_std(*a)["std"])],
     "linear_policy": [lambda *a: linear_policy(*a)["right"]],

@@ -45,9 +45,8 @@ SUPPORT = [
 ]
 # The student-facing pages of docs/: written to cite only what a release holds (check_release).
 READING = ["docs/students.md"]
-# Figures a notebook shows beside its own measurements (02: the course's 16-core scaling curve; 05: what
-# the keypoints policy looks at).
-FIGURES = ["docs/scaling-16core.png", "docs/pong-windows.png"]
+# Figures a notebook shows beside its own measurements (05: what the keypoints policy looks at).
+FIGURES = ["docs/pong-windows.png"]
 RUN_DIR, RUN_FILES = "pong-run", ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz", "beats_random.json")
 # notebook 06 writes its run (classroom.mujoco_runs) and the video of its agent here
 LOCOMOTION_DIR, LOCOMOTION_FILES = "cheetah-run", ("config.json", "metrics.jsonl", "checkpoint.npz", "cheetah.gif")
@@ -90,9 +89,9 @@ jupyter lab
 
 Each gap says `YOUR CODE HERE`, and the text above it states the function's contract; the
 cell after it runs a check (`check.NAME(...)`) that prints `OK ...` or says which mistake its
-numbers point to, with the seed that repeats it. The folders `es/`, `pong/` and `classroom/`
+numbers point to, and how to repeat it. The folders `es/`, `pong/` and `classroom/`
 are the support code the notebooks import: leave them as they are (the grader uses its own
-copy). Your path, the checks, Milestone 4's budget and handing in:
+copy). Your path, the checks, Milestone 4 and handing in:
 [docs/students.md](docs/students.md).
 
 Hand in this folder, named like your login (your STUDENT_ID), with notebook 04's `pong-run/`
@@ -290,7 +289,10 @@ def cited(target) -> tuple[list, list]:
                 link = m.group(1) or m.group(2)
                 seen.add(link.split("#")[0])
                 if re.match(r"[a-z]+:", link):
-                    continue                  # https: and mailto: lead outside, on purpose
+                    # https: and mailto: lead outside, on purpose; the paths in such a link's text
+                    # (`es_distributed/es.py`, linked to GitHub) name files of that other project
+                    seen.update(f.group(1).rstrip(".,;:") for f in FILE.finditer(m.group(0).split("](")[0]))
+                    continue
                 path, _, anchor = link.partition("#")
                 page = (folder / path) if path else (target / where.split(" cell ")[0] if " cell " in where
                                                      else folder / Path(where).name)

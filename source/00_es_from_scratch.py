@@ -2,14 +2,20 @@
 # # 00 · Evolution Strategies from scratch
 #
 # ES needs no backpropagation: perturb the parameters with Gaussian noise, see which
-# perturbations scored better, and move towards them. With `n` perturbations
-# `eps_i ~ N(0, I)` of size `sigma` and their (shaped) scores `w_i`, the gradient of the
-# *smoothed* objective `E[F(theta + sigma * eps)]` is estimated by
+# perturbations scored better, and move towards them. This notebook derives the gradient
+# estimate ES uses, builds its two pieces (fitness shaping and the estimate) and watches them
+# climb a quadratic. The course follows three sources, linked here once:
 #
-# $$\nabla \approx \frac{1}{n\,\sigma} \sum_i w_i\, \varepsilon_i$$
-#
-# This notebook builds the two pieces (fitness shaping and the gradient estimate) and
-# watches them find the top of the OpenAI blog's quadratic.
+# * **the paper**: Salimans, Ho, Chen, Sidor and Sutskever (2017), *Evolution Strategies as a
+#   Scalable Alternative to Reinforcement Learning*,
+#   [arxiv.org/abs/1703.03864](https://arxiv.org/abs/1703.03864);
+# * **the blog post**: OpenAI's post on the paper (March 2017),
+#   [openai.com/index/evolution-strategies](https://openai.com/index/evolution-strategies/),
+#   whose example climbs the quadratic `-|w - solution|^2` of section 3;
+# * **OpenAI's starter code**: the code released with the paper,
+#   [github.com/openai/evolution-strategies-starter](https://github.com/openai/evolution-strategies-starter),
+#   at commit `951f199`. A citation of it names the commit and the file, as in
+#   `951f199:es_distributed/es.py` (where its algorithm is), with the lines, and links to them.
 #
 # **How the checks work.** Each function you write is followed by a check cell, e.g.
 # `check.centered_ranks(centered_ranks)`. It calls your function on inputs drawn from a seed
@@ -18,70 +24,77 @@
 # (`check.centered_ranks(centered_ranks, seed=S)`). The grader runs the same checks on inputs
 # of its own.
 #
-# ### Where the estimate comes from (the log-likelihood trick)
+# ### The gradient estimate (the log-likelihood trick)
 #
-# ES searches with a Gaussian over parameters, `x ~ N(theta, sigma^2 I)`, and maximises
-# `J(theta) = E_x[F(x)]`. The density's gradient is the density times the gradient of its
-# log, `grad p = p grad log p`, so
+# ES samples parameters from a Gaussian, `x = theta + sigma * eps` with `eps ~ N(0, I)`, and
+# climbs the *smoothed* objective `J(theta) = E[F(theta + sigma * eps)]`. The gradient of a
+# density is the density times the gradient of its log, `grad p = p grad log p`, so
 #
 # $$\nabla_\theta J = \int F(x)\, \nabla_\theta p(x \mid \theta)\, dx
 #   = \mathbb{E}_x\big[F(x)\, \nabla_\theta \log p(x \mid \theta)\big],
 # \qquad \nabla_\theta \log p(x \mid \theta) = \frac{x - \theta}{\sigma^2} = \frac{\varepsilon}{\sigma}$$
 #
-# with `x = theta + sigma * eps`. The gradient of a log-density, `grad log p`, is called the
-# *score*, and this way of estimating a gradient the *score-function estimator*. Reinforcement
-# learning knows it as REINFORCE (Williams 1992), where the distribution is the policy's over
-# *actions* and each action's score is weighed by the return. ES applies it to a Gaussian over
-# the *parameters* instead: the whole episode's return `F` plays the role of the reward, and
-# no gradient of `F` (no backpropagation through the policy or the environment) is ever
-# needed. Averaging `n` samples gives the formula above with `w_i = F(theta + sigma eps_i)`.
+# and averaging over `n` samples `eps_i` gives an unbiased estimate of `grad J`:
+#
+# $$\hat g = \frac{1}{n\,\sigma} \sum_i F(\theta + \sigma\varepsilon_i)\, \varepsilon_i,
+# \qquad \mathbb{E}[\hat g] = \nabla_\theta J .$$
+#
+# This is the *score-function estimator* (the score is `grad log p`); reinforcement learning
+# knows it as REINFORCE (Williams 1992), over the policy's *actions*. ES applies it over the
+# *parameters*: the episode's return `F` is all it needs, no gradient of `F`, so no
+# backpropagation through the policy or the environment.
 #
 # ### Mirrored (antithetic) pairs
 #
-# ES draws the noise in pairs `+eps_k, -eps_k`. With `n = 2m` members, `m` pairs, the formula
-# above becomes
+# ES draws the noise in pairs `+eps_k, -eps_k`. With `n = 2m` members, `m` pairs, the estimate
+# becomes
 #
 # $$\hat g_{\text{pairs}} = \frac{1}{2m\,\sigma} \sum_{k=1}^{m}
 #   \big[F(\theta + \sigma\varepsilon_k) - F(\theta - \sigma\varepsilon_k)\big]\,\varepsilon_k .$$
 #
-# Expand `F` around `theta` (Taylor, with `H` the Hessian: the matrix of `F`'s second
-# derivatives at `theta`): `F(theta +- sigma eps) = F(theta) +- sigma eps^T grad F +
-# sigma^2/2 eps^T H eps +- O(sigma^3)`. In the difference the constant `F(theta)` and the
-# curvature term cancel, leaving `2 sigma eps^T grad F + O(sigma^3)`, so
-# `g_pairs = (1/m) sum_k eps_k eps_k^T grad F + O(sigma^2)`: its only noise is how far the
-# sample covariance of the `eps_k` is from the identity. Without pairs, the term
-# `F(theta) / (n sigma) * sum_i eps_i` stays in the estimate: zero on average, but with a
-# standard deviation of `|F(theta)| / (sigma sqrt(n))` per coordinate, which is large whenever
-# the returns are large next to `sigma |grad F|` (section 2 measures it).
+# Expand `F` around `theta` (Taylor, with `H` the Hessian, the matrix of `F`'s second
+# derivatives): `F(theta +- sigma eps) = F(theta) +- sigma eps^T grad F + sigma^2/2 eps^T H eps
+# +- O(sigma^3)`. In the difference the constant `F(theta)` and the curvature term cancel,
+# leaving `2 sigma eps^T grad F + O(sigma^3)`, so `g_pairs = (1/m) sum_k eps_k eps_k^T grad F +
+# O(sigma^2)`: its only noise is how far the sample covariance of the `eps_k` is from the
+# identity. Without pairs, the term `F(theta) / (n sigma) * sum_i eps_i` stays in the estimate:
+# zero on average, but with a standard deviation of `|F(theta)| / (sigma sqrt(n))` per
+# coordinate, large whenever the returns are large next to `sigma |grad F|` (section 2
+# measures it).
 #
-# ### Shaped weights: a baseline keeps the direction, ranks do not (and that is fine)
+# ### Shaped weights: what the estimate then estimates
 #
-# ES rarely uses `F` itself as the weights. Subtracting a **baseline** `b` (`w_i = F_i - b`)
-# changes nothing on average, because `E[b eps] = 0`: the estimate stays unbiased and only its
-# variance changes. **Ranks** (section 1) are different: `w_i = u(F_i)`, an increasing
-# function of `F` that depends on the whole population (the worst member gets -0.5, the best
-# +0.5). On average the estimate then points along
+# ES rarely weighs the `eps_i` by the raw returns `F_i`. It uses *shaped* weights `w_i` in their
+# place, in the same formula:
+#
+# $$\hat g = \frac{1}{n\,\sigma} \sum_i w_i\, \varepsilon_i .$$
+#
+# * A **baseline** `b` (`w_i = F_i - b`) changes nothing on average, because `E[b eps] = 0`:
+#   the estimate is still an unbiased estimate of `grad J`, with another variance.
+# * **Ranks** (section 1) put `w_i = u(F_i)`, an increasing function of `F` that depends on the
+#   whole population. On average the estimate then points along
 #
 # $$\mathbb{E}\big[u(F(\theta + \sigma\varepsilon))\,\varepsilon\big] / \sigma
 #   = \nabla_\theta\, \mathbb{E}\big[u(F(\theta + \sigma\varepsilon))\big],$$
 #
-# the gradient of the smoothed *shaped* objective, where `u(F(x))` is, for a large population,
-# the fraction of the current samples that `x` beats, minus one half. That is not `grad J`,
-# and its direction differs from `grad J`'s in general: the estimate is no longer an unbiased
-# estimate of `grad J`. Why that is fine:
+#   the gradient of the smoothed *shaped* objective, where `u(F(x))` is, for a large
+#   population, the fraction of the current samples that `x` beats, minus one half. That is
+#   not `grad J`: with ranks the estimate is no unbiased estimate of `grad J`, and its
+#   direction differs from `grad J`'s in general.
 #
-# * Where `F` is close to linear within `sigma`, the directions agree exactly: if
+# Why ranks are still fine:
+#
+# * Where `F` is close to linear within `sigma`, the directions agree: if
 #   `F(theta + sigma eps) = F(theta) + sigma g^T eps`, then `u(F)` depends on `eps` only
 #   through `g^T eps`, and by the symmetry of the Gaussian `E[u(F) eps]` is parallel to `g`,
-#   for *any* increasing `u`. Only the length changes (it no longer carries `F`'s units).
+#   for *any* increasing `u`. Only the length changes.
 # * Where `F` curves within `sigma`, ranks climb the probability that a sample beats the
 #   current population: still uphill for `F`, towards the same tops (an increasing transform
 #   of `F` has the same maxima).
-# * In exchange the step is immune to one lucky outlier, the same whether `F` is in points,
-#   points cubed or dollars (any increasing transform of `F` trains identically), and sized
-#   by the learning rate alone.
+# * In exchange the step is immune to one lucky outlier, the same for any increasing transform
+#   of `F` (points, points cubed, dollars), and sized by the learning rate alone.
 #
-# Section 2 measures both facts on a quadratic with your functions.
+# Section 2 measures both cases with your functions.
 
 # %%
 import os
@@ -96,22 +109,34 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 # %% [markdown]
 # ## 1. Fitness shaping: centered ranks
 #
-# Raw returns make the step size depend on the reward's scale, and one lucky outlier can
-# dominate. OpenAI's ES replaces each return by its *rank*, scaled to `[-0.5, 0.5]`: the worst
-# member gets -0.5, the best +0.5, and the weights sum to zero. Tied returns share the mean of
-# their ranks.
+# Raw returns make the step depend on the reward's scale, and one lucky outlier can dominate
+# it. OpenAI's starter code replaces the returns by centered ranks when its configuration says
+# `"return_proc_mode": "centered_rank"` (as
+# [`951f199:configurations/humanoid.json`](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/configurations/humanoid.json)
+# does; [`951f199:es_distributed/es.py` lines 233-234](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L233-L234)):
+# each return's rank, scaled to `[-0.5, 0.5]` so that the worst member gets -0.5, the best
+# +0.5, and the weights sum to zero
+# ([`compute_centered_ranks`, lines 80-84](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L80-L84)).
+#
+# One rule is this course's, not the starter's: **tied returns share the mean of their
+# ranks.** The starter's `compute_ranks` ([lines 69-77](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L69-L77))
+# ranks with `x.argsort()`, whose default sort is not stable, so equal returns get different
+# ranks in whatever order the sort leaves them. Equal returns say nothing about which way is better: with the mean rank they get equal
+# weights, a mirrored pair whose two members tie adds nothing to the step (its two weights
+# cancel), and the weights do not depend on the members' order. Ties are common in this
+# course: CartPole's members often reach the same maximum return, and Pong scores whole points.
 #
 # **`centered_ranks(returns)`**
-# * **Input:** `returns`, a 1-D array (or list) of `n >= 2` real numbers, ties allowed. Leave
-#   it unchanged.
-# * **Returns:** a float64 array of shape `(n,)`: with `rank_i` the 0-based rank of
-#   `returns[i]` (0 for the smallest, `n - 1` for the largest; a group of tied returns all get
-#   the mean of the ranks they occupy), `rank_i / (n - 1) - 0.5`.
+# * **Input:** `returns`, a one-dimensional array (or list) of `n >= 2` real numbers, ties
+#   allowed. Leave it unchanged (the check tells you if your function changed it).
+# * **Returns:** an array of shape `(n,)`: `rank_i / (n - 1) - 0.5`, where `rank_i` is the rank
+#   of `returns[i]`, counted from $0$ for the smallest to $n - 1$ for the largest, and a group
+#   of tied returns all get the mean of the ranks they occupy.
 # * **Worked example, with a tie:** `returns = [3.0, 1.0, 3.0, 2.0]`. Sorted: 1.0 (rank 0),
 #   2.0 (rank 1), and the two 3.0 occupy ranks 2 and 3, so each gets 2.5. Ranks `[2.5, 0, 2.5,
 #   1]`, divided by `n - 1 = 3`, minus 0.5: **`[0.3333, -0.5, 0.3333, -0.1667]`** (sum 0).
 # * **The check:** relative error at most 1e-6 against the right weights, on distinct returns
-#   with one huge outlier, then on returns with many ties.
+#   with one huge outlier, then on returns with many ties; and `returns` left as it was.
 #
 # <details><summary>Hint: from returns to ranks</summary>
 #
@@ -145,20 +170,18 @@ check.centered_ranks(centered_ranks)
 # * **Inputs:** `noise`, float64 `(n, dim)`, row `i` is `eps_i` (member `i` played
 #   `theta + sigma * noise[i]`); `weights`, float64 `(n,)`, the shaped returns `w_i`;
 #   `sigma > 0`, a float.
-# * **Returns:** float64 `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i eps_i`.
+# * **Returns:** an array of shape `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i eps_i`.
 # * **Worked example:** `noise = [[1, 0], [0, 2]]`, `weights = [0.5, -0.5]`, `sigma = 0.5`:
 #   `(0.5 * [1, 0] - 0.5 * [0, 2]) / (2 * 0.5)` = **`[0.5, -1.0]`**.
 # * **The check:** relative error at most 1e-5, on random noise, weights and sigma.
 #
-# Keep the `1 / sigma`: it is what makes the estimate a gradient. With raw returns as the
-# weights, each `F(theta + sigma eps)` differs from `F(theta)` by about `sigma eps^T grad F`,
-# and only that difference survives the average (the `F(theta)` part averages to zero), so the
-# `1 / sigma` cancels that `sigma` and the estimate tends to `grad F` whatever `sigma` is: drop
-# it, and the step grows and shrinks with `sigma` (OpenAI's starter drops it; its users
-# reported it). With
-# ranks (section 1's weights) no `sigma` comes from the weights, so the step is `lr / sigma`
-# times a size of its own (section 4): then a change of `sigma` changes the step either way,
-# and `lr` must follow it.
+# Keep the `1 / sigma`. With raw returns as the weights, each `F(theta + sigma eps)` differs
+# from `F(theta)` by about `sigma eps^T grad F`, and the `1 / sigma` cancels that `sigma`: the
+# estimate tends to the gradient whatever `sigma` is. With ranks the weights carry no `sigma`,
+# so the step is `lr / sigma` times a length of its own (section 4), and a change of `sigma`
+# needs a change of `lr`. OpenAI's starter code leaves the `1 / sigma` out (`g /=
+# returns_n2.size`, [`951f199:es_distributed/es.py` line 247](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L247)):
+# with its ranks, its step size plays the part of this course's `lr / sigma`.
 #
 # <details><summary>Hint: one matrix product</summary>
 #
@@ -180,13 +203,13 @@ check.es_gradient(es_gradient)
 # %% [markdown]
 # Your estimate against the exact gradient. For `f(w) = -|w - solution|^2` the smoothed
 # objective is `-|theta - solution|^2 - 2 sigma^2`, so its gradient is `-2 (theta - solution)`.
-# With raw returns as the weights the estimate is unbiased; its error shrinks like
+# With raw returns as the weights the estimate is unbiased and its error shrinks like
 # `1 / sqrt(n)`. Mirrored pairs (`+eps`, `-eps`) remove the `F(theta)` term (the equation
-# above): here `|f(theta)| / sigma = 39` against `|grad f| = 4`, so without pairs the error
-# starts about ten times larger.
+# above), which matters here: `|f(theta)| / sigma` is about ten times `|grad f|`.
 #
-# **Expected output** (seed 0): relative error about 0.24, 0.03, 0.003 with mirrored pairs
-# and about 2.5, 0.06, 0.02 without, for `n` = 100, 10,000, 1,000,000.
+# **Expected output** (seed 0): `|f(theta)| / sigma = 39.4, |grad f| = 4.0`; relative error
+# about 0.24, 0.03, 0.003 with mirrored pairs and about 2.5, 0.06, 0.02 without, for `n` = 100,
+# 10,000, 1,000,000.
 
 # %%
 solution = np.array([0.5, -0.3])
@@ -206,6 +229,7 @@ def mirrored(rng, n, dim):
 
 theta, sigma = np.array([-1.0, 1.0]), 0.1
 exact = -2 * (theta - solution)
+print(f"|f(theta)| / sigma = {abs(f(theta)) / sigma:.1f}, |grad f| = {np.linalg.norm(exact):.1f}")
 rng = np.random.default_rng(0)
 for n in (100, 10_000) if FAST else (100, 10_000, 1_000_000):
     pairs = mirrored(rng, n, 2)
@@ -216,15 +240,15 @@ for n in (100, 10_000) if FAST else (100, 10_000, 1_000_000):
 
 # %% [markdown]
 # What ranks do to the direction, measured: on `g(w) = -(w_1^2 + 10 w_2^2)` at
-# `theta = (1, 0.3)` (exact gradient `(-2, -6)`), the average of many estimates (population 100,
-# mirrored pairs, each population shaped on its own, as ES does) with raw returns and with your
-# centered ranks. With `sigma = 0.05`, `g` is nearly linear within reach and both point the
-# same way; with `sigma = 0.5` it curves within reach and the ranks' direction turns away.
+# `theta = (1, 0.3)`, the average of many estimates (`population = 100`, mirrored pairs, each
+# population shaped on its own, as ES does) with raw returns and with your centered ranks,
+# against the exact gradient `(-2, -6)`. At the smaller `sigma`, `g` is nearly linear within
+# reach and both point the same way; at the larger one it curves within reach and the ranks'
+# direction turns away. (The lengths differ too: ranks carry no units of `g`.)
 #
-# **Expected output** (seed 0): angle to the exact gradient about 0.2 degrees with raw returns
-# for both sigmas (what is left of the sampling noise); with ranks about 0 degrees at sigma
-# 0.05 and about 14 degrees at sigma 0.5.
-# (The lengths differ too: ranks carry no units of `g`.)
+# **Expected output** (seed 0): `raw returns [-1.974 -5.991]` at both sigmas, 0.2 degrees from
+# the exact gradient (what is left of the sampling noise); ranks 0.0 degrees from it at sigma
+# 0.05 and 14.3 degrees at sigma 0.5.
 
 # %%
 def g(w):
@@ -236,12 +260,12 @@ def angle(a, b):
 
 
 theta, exact = np.array([1.0, 0.3]), np.array([-2.0, -6.0])
+population, repeats = 100, 500 if FAST else 2000
 for sigma in (0.05, 0.5):
     rng = np.random.default_rng(0)
-    repeats = 500 if FAST else 2000
     raw, ranked = np.zeros(2), np.zeros(2)
     for _ in range(repeats):
-        eps = mirrored(rng, 100, 2)
+        eps = mirrored(rng, population, 2)
         returns = g(theta + sigma * eps)
         raw += es_gradient(eps, returns, sigma) / repeats
         ranked += es_gradient(eps, centered_ranks(returns), sigma) / repeats
@@ -249,10 +273,10 @@ for sigma in (0.05, 0.5):
           f"ranks {ranked.round(3)} ({angle(ranked, exact):.1f} deg)")
 
 # %% [markdown] tags=["question:ranks"]
-# **Inline question 1.** At `sigma = 0.5` the average of the rank-shaped estimates points
-# about 14 degrees away from the exact gradient, while the raw-return estimates do not turn.
-# Why do ranks turn the step here and not at `sigma = 0.05`? Is an ES that climbs with ranks
-# still climbing `g`?
+# **Inline question 1.** At the larger `sigma` the average of the rank-shaped estimates points
+# away from the exact gradient, while the raw-return estimates do not turn. Why do ranks turn
+# the step there and not at the smaller `sigma`? Is an ES that climbs with ranks still
+# climbing `g`?
 
 # %% [markdown] tags=["student_only", "answer:ranks"]
 # **Your answer:** *(write it here: your instructor reads it; it earns no points from the checks)*
@@ -262,8 +286,8 @@ for sigma in (0.05, 0.5):
 # a quadratic is the exact gradient (the smoothing adds only a constant). Ranks replace `g` by
 # `u(g)`, an increasing transform that depends on the population, so the estimate follows the
 # gradient of `E[u(g(theta + sigma eps))]` instead. Where `g` is nearly linear within `sigma`
-# (0.05 here), `u(g)` depends on `eps` only through `grad g . eps`, and the symmetry of the
-# Gaussian keeps the direction. At `sigma = 0.5` the samples reach where `g` curves: the ranks
+# (the smaller one here), `u(g)` depends on `eps` only through `grad g . eps`, and the symmetry
+# of the Gaussian keeps the direction. At the larger `sigma` the samples reach where `g` curves: the ranks
 # keep only the members' order, not their values, and the gradient of the smoothed shaped
 # objective need not be parallel to `grad g`. It still climbs `g`: ranks climb the probability
 # that a sample beats the current population, which rises toward the same top (an increasing
@@ -272,9 +296,9 @@ for sigma in (0.05, 0.5):
 # %% [markdown]
 # ## 3. Climbing the blog's quadratic
 #
-# OpenAI's blog post optimises `f(w) = -|w - solution|^2`. In 2-D we can watch it: the
-# background is the reward landscape, the dots are one generation's population, the line is
-# the path of the center. Each generation uses mirrored pairs and your centered ranks.
+# The blog post's example climbs `f(w) = -|w - solution|^2`. In two dimensions we can watch
+# it: the background is the reward landscape, the dots are one generation's population, the
+# line is the path of the center. Each update uses mirrored pairs and your centered ranks.
 
 # %%
 rng = np.random.default_rng(0)
@@ -288,7 +312,7 @@ for generation in range(60 if FAST else 150):
     theta = theta + lr * es_gradient(noise, centered_ranks(returns), sigma)
     path.append(theta.copy())
 path = np.array(path)
-print("center after training:", theta.round(3), "solution:", solution)
+print(f"center after {len(path) - 1} updates:", theta.round(3), "solution:", solution)
 
 xs, ys = np.meshgrid(np.linspace(-1.3, 1.0, 120), np.linspace(-0.8, 1.3, 120))
 fig, ax = plt.subplots(figsize=(6, 5))
@@ -302,46 +326,56 @@ ax.set_title("ES on the blog's quadratic")
 plt.show()
 
 # %% [markdown]
-# **Expected output:** `center after training: [ 0.489 -0.321]` (150 generations; within a
-# few hundredths of the solution for any seed), and a path that heads almost straight for
-# the red star, then jitters around it: with ranks the step does not shrink near the top.
-#
+# **Expected output:** `center after 150 updates: [ 0.489 -0.321]`, and a path that heads almost
+# straight for the red star, then jitters around it: with ranks the step's length is set by
+# `lr / sigma`, not by the slope, so it does not shrink near the top.
+
+# %% [markdown]
 # ## 4. sigma and the learning rate
 #
-# With centered ranks the weights no longer carry the reward's scale, so the size of a step
-# is set by `lr / sigma` (the `1 / sigma` of the estimate). Too large a ratio overshoots and
-# jitters around the top at that step length; too small a one crawls and does not arrive. A
-# large `sigma` also blurs the landscape. Below: the distance to the solution after 150
-# generations on a grid.
+# With centered ranks the weights no longer carry the reward's scale, so the length of a step
+# is set by `lr / sigma` (the `1 / sigma` of the estimate). The expected step, where `f` is
+# close to linear within `sigma`, is about `0.28 lr / sigma` long whatever the scale of `f`: a
+# member's centered rank is about $\Phi(z) - 1/2$, with $z$ its noise along the gradient and
+# $\Phi$ the standard normal's cumulative distribution function, and `0.28` is
+# $\mathbb{E}[(\Phi(z) - 1/2)\, z]$. Too large a ratio jumps across the top and jitters around
+# it; too small a one crawls and does not arrive. Below: the distance to the solution after 150
+# updates, on a grid of `sigma` and `lr`.
 #
-# **Expected output** (seed 0; rows sigma, columns lr 0.005, 0.05, 0.5):
+# **Expected output** (seed 0):
 # ```
-# sigma 0.01:  0.052  0.594  6.465
-# sigma 0.1 :  0.001  0.023  0.836
-# sigma 1.0 :  1.784  0.408  0.011
+# distance to the solution after 150 updates (it starts 1.98 away)
+# lr:         0.005  0.05   0.5
+# sigma 0.01: 0.052  0.594  6.465   (lr / sigma: 0.5, 5, 50)
+# sigma 0.1 : 0.001  0.023  0.836   (lr / sigma: 0.05, 0.5, 5)
+# sigma 1.0 : 1.784  0.408  0.011   (lr / sigma: 0.005, 0.05, 0.5)
 # ```
-# Where `f` is close to linear within `sigma`, the expected step with centered ranks is
-# `0.28 lr / sigma` long (`0.28 = E[(Phi(z) - 1/2) z]` for a standard normal `z`, with `Phi`
-# its cumulative distribution function: a member's centered rank is about `Phi(z) - 1/2` where
-# `z` is its noise along the gradient), whatever the scale of `f`. The start is 2 away from the solution. The good runs (distance below 0.06) have
-# `lr / sigma` between 0.05 and 0.5; a ratio of 5 or more jitters far from the top (0.594,
-# 0.836, 6.465); at 0.05 or less, 150 steps of at most `0.28 lr / sigma` barely cover the
-# distance or fall short (0.408, 1.784 at sigma 1). Change `sigma` and you must change `lr`
-# with it.
+# Read it by `lr / sigma`. At 0.5 every `sigma` arrives (0.052, 0.023, 0.011). At 5 and 50 the
+# steps, $0.28 \times 5 = 1.4$ long or more, jump across the top and stay far from it (0.594,
+# 0.836, 6.465). At 0.005 the run crawls (1.784). At 0.05, 150 steps cover at most
+# $150 \times 0.28 \times 0.05 = 2.1$, just the distance: enough at `sigma = 0.1` (0.001), not
+# at `sigma = 1.0` (0.408). There `f` curves within `sigma`: the closer the run gets to the
+# top, the more the ranks sort the members by how far their noise reaches rather than by its
+# direction, and the shorter the steps. Change `sigma` and you must change `lr` with it.
 
 # %%
-def distance_after(sigma, lr, generations=150, population=20, seed=0):
+def distance_after(sigma, lr, updates, population=20, seed=0):
     rng = np.random.default_rng(seed)
-    theta = np.array([-1.0, 1.0])
-    for _ in range(generations):
+    theta = start
+    for _ in range(updates):
         noise = mirrored(rng, population, 2)
         theta = theta + lr * es_gradient(noise, centered_ranks(f(theta + sigma * noise)), sigma)
     return np.linalg.norm(theta - solution)
 
 
+lrs, updates = (0.005, 0.05, 0.5), 150
+start = np.array([-1.0, 1.0])
+print(f"distance to the solution after {updates} updates (it starts {np.linalg.norm(start - solution):.2f} away)")
+print("lr:         " + "  ".join(f"{lr:<5}" for lr in lrs))
 for sigma in (0.01, 0.1, 1.0):
-    print(f"sigma {sigma:<4}: " + "  ".join(f"{distance_after(sigma, lr):.3f}" for lr in (0.005, 0.05, 0.5)))
+    print(f"sigma {sigma:<4}: " + "  ".join(f"{distance_after(sigma, lr, updates):.3f}" for lr in lrs)
+          + f"   (lr / sigma: {', '.join(f'{lr / sigma:g}' for lr in lrs)})")
 
 # %% [markdown]
 # Things to try: raw returns instead of ranks (the step then grows with the reward's scale),
-# no mirrored pairs (more noise per step), a population of 200.
+# no mirrored pairs (more noise per step), a larger population.

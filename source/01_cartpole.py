@@ -1,14 +1,13 @@
 # %% [markdown]
 # # 01 · ES in one thread solves CartPole-v1 [10 points with notebook 00]
 #
-# A linear policy (4 observations -> 2 action logits, 10 parameters, the layout of
-# `es.policies.MLPPolicy(4, 2, ())`: the 4x2 weights row by row, then the 2 biases) is plenty
-# for CartPole. You write the sampling (antithetic noise), an optimizer (Adam) and the training
+# A linear policy is plenty for CartPole: 4 observations -> 2 action logits, 10 parameters in
+# the layout of `es.policies.MLPPolicy(4, 2, ())` (the 4x2 weights row by row, then the 2
+# biases). You write the sampling (antithetic noise), an optimizer (Adam) and the training
 # loop; `es` provides a fast batched CartPole (bit-identical to gymnasium's) so that a whole
-# population plays at once. The loop steps with plain SGD by default (`center += lr * grad`,
-# the simplest step; the check and the expected curve use it); given your `adam_update`, it
-# steps with Adam instead, and section 4 trains with it. Notebook 04's Pong agent learns with
-# Adam. Section 5 compares the loop's z-scored returns with notebook 00's ranks.
+# population plays at once. The loop steps with plain SGD (`center + lr * grad`) unless it is
+# given your `adam_update` (section 4). Section 5 compares the loop's z-scored returns with
+# notebook 00's ranks.
 #
 # "Solved" = the mean return of your final parameters is at least 475 on gymnasium's
 # `CartPole-v1` with seeds 1000..1019.
@@ -53,18 +52,18 @@ def center_returns(center, episode_seeds):
 #
 # **`antithetic_noise(rng, population, dim)`**
 # * **Inputs:** `rng`, a `np.random.Generator`; `population`, an even int; `dim`, an int.
-# * **Returns:** float64 `(population, dim)`: row `2k` is `+eps_k`, row `2k + 1` is `-eps_k`.
+# * **Returns:** `(population, dim)`: row `2k` is `+eps_k`, row `2k + 1` is `-eps_k`.
 # * **The random stream:** draw the `eps_k` with **one** call,
 #   `rng.standard_normal((population // 2, dim))` (row `k` is `eps_k`), and nothing else from
-#   `rng`. Your training loop draws from the same generator, so any other order of draws gives
-#   another (equally valid) run, not the expected curve of section 3.
+#   `rng`. Your training loop draws from the same generator, so any other draws give another
+#   run, not the expected curve of section 3.
 # * **Example:** `population = 4`, `dim = 2`, and the call returns `[[1, 2], [3, 4]]`: the
 #   noise is `[[1, 2], [-1, -2], [3, 4], [-3, -4]]`.
 # * **The check:** rows `2k` and `2k + 1` mirrored (not two blocks, all `+eps` then all
 #   `-eps`: pairs stay together when workers split the population into chunks), pairs
 #   different from each other, the same seed giving the same noise and another seed other
-#   noise. Never use `np.random.*` directly: all randomness comes from explicit generators
-#   built from seeds.
+#   noise, and the `eps_k` those of the one call above. Never use `np.random.*` directly: all
+#   randomness comes from explicit generators built from seeds.
 #
 # <details><summary>Hint: interleaving</summary>
 #
@@ -74,8 +73,8 @@ def center_returns(center, episode_seeds):
 
 # %%
 def antithetic_noise(rng, population, dim):
-    """float64 (population, dim): row 2k is +eps_k and row 2k + 1 is -eps_k, the eps_k drawn in
-    one call, rng.standard_normal((population // 2, dim)), and nothing else drawn from rng."""
+    """(population, dim): row 2k is +eps_k and row 2k + 1 is -eps_k, the eps_k drawn in one
+    call, rng.standard_normal((population // 2, dim)), and nothing else drawn from rng."""
     ### BEGIN SOLUTION
     half = rng.standard_normal((population // 2, dim))
     out = np.empty((population, dim))
@@ -94,10 +93,10 @@ check.antithetic_noise(antithetic_noise)
 # * **Inputs:** `theta`, the parameters, float `(dim,)` (float32 or float64); `grad`, the
 #   gradient estimate `(dim,)` to *climb*; `state`, `None` on the first call and afterwards
 #   whatever your previous call returned; `lr`, the step size (a float).
-# * **Returns:** the pair `(new theta (dim,) float64, new state)`. Keep the state as a dict,
-#   `{"m": m, "v": v, "t": t}`: notebook 04's update saves it in your run's checkpoints by name.
-# * **The update**, with `t` counting the calls from 1, `beta1 = 0.9`, `beta2 = 0.999`,
-#   `epsilon = 1e-8`, and `m`, `v` starting at zero:
+# * **Returns:** the pair `(new theta (dim,), new state)`; the state is yours to shape (it must
+#   hold `m`, `v` and `t`; a dict `{"m": m, "v": v, "t": t}` is simplest).
+# * **The update**, with `t` the number of calls so far (this one included), `beta1 = 0.9`,
+#   `beta2 = 0.999`, `epsilon = 1e-8`, and `m`, `v` starting at zero:
 #
 # $$m_t = \beta_1 m_{t-1} + (1 - \beta_1)\, g, \qquad v_t = \beta_2 v_{t-1} + (1 - \beta_2)\, g^2,
 #   \qquad \theta_t = \theta_{t-1} + \text{lr}\,\frac{\sqrt{1 - \beta_2^t}}{1 - \beta_1^t}\,
@@ -119,8 +118,8 @@ check.antithetic_noise(antithetic_noise)
 
 # %%
 def adam_update(theta, grad, state, lr):
-    """One Adam step up the gradient: (new theta float64 (dim,), {"m": m, "v": v, "t": t}); state
-    is None on the first call; betas 0.9 and 0.999, epsilon 1e-8, bias corrections in the step."""
+    """One Adam step up the gradient: (new theta (dim,), {"m": m, "v": v, "t": t}); state is
+    None on the first call; betas 0.9 and 0.999, epsilon 1e-8, bias corrections in the step."""
     ### BEGIN SOLUTION
     if state is None:
         state = {"m": np.zeros_like(grad), "v": np.zeros_like(grad), "t": 0}
@@ -139,9 +138,10 @@ check.adam_update(adam_update)
 # ## 3. The training loop
 #
 # **`train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=None,
-# optimizer=None, shaping=None)`** returns the trained parameters, float32 `(10,)` (the
-# `MLPPolicy(4, 2, ())` layout above). `log`, when given, is a list: append the center's mean
-# return (a float) once per generation. `optimizer`, when given, is a function like your
+# optimizer=None, shaping=None)`** returns the trained parameters (the `MLPPolicy(4, 2, ())`
+# layout above). `log`, when given, is a list: append the center's mean return (a float) at
+# the start of each generation, so that a run that stops after `k` updates logs `k + 1`
+# values, the first the untrained center's. `optimizer`, when given, is a function like your
 # `adam_update`. `shaping`, when given, is a function `returns -> weights` used in step 5
 # instead of the z-score (section 5 passes notebook 00's ranks).
 #
@@ -149,30 +149,27 @@ check.adam_update(adam_update)
 # number of the run comes from `rng`, in this order, so the same seed gives the same run. Each
 # generation:
 #
-# 1. `starts = rng.integers(0, 2**31, 128)`: 128 start states (episode seeds) for the center.
-# 2. Log the center's mean return on them, `center_returns(center, starts).mean()`, into `log`
-#    (if given), **before** the update, so the first point is the untrained center.
-# 3. Stop if the center scored 500 on all 128. (Why so many: a center that scores 500 on a
-#    few start states can still fall on others. Stopping on the first 8 instead, 2 of seeds
-#    0..99 stopped at a policy below the 475 bar on seeds 1000..1019, short of 500 on 2 and on
-#    4 of those 20 starts; measured 2026-11-26.)
+# 1. `starts = rng.integers(0, 2**31, 128)`: the start states (episode seeds) the center plays.
+# 2. `center_scores = center_returns(center, starts)`; append `center_scores.mean()` to `log`
+#    (if given), **before** the update.
+# 3. Stop (`break`) if `center_scores.min() >= 500`: the center balanced to the end from every
+#    start. (Why so many starts: a center that balances from a few can still fall from others.)
 # 4. `noise = antithetic_noise(rng, population, 10)`; evaluate `center + sigma * noise` with
 #    `cartpole_returns` on `starts[0]` (every member on the same start state: common random
 #    numbers).
 # 5. z-score the returns, `z = (returns - returns.mean()) / (returns.std() + 1e-8)` (or `z =
 #    shaping(returns)` when `shaping` is given), estimate the gradient `grad = noise.T @ z /
-#    (population * sigma)` and step: plain SGD,
-#    `center = center + lr * grad`, when `optimizer` is `None`; otherwise
-#    `center, state = optimizer(center, grad, state, lr)`, with `state = None` before the
-#    first generation.
+#    (population * sigma)` and update: plain SGD, `center = center + lr * grad`, when
+#    `optimizer` is `None`; otherwise `center, state = optimizer(center, grad, state, lr)`,
+#    with `state = None` before the first generation.
 #
-# After the last generation (or the `break`), return the center as float32.
+# After the last generation (or the `break`), return the center.
 #
-# Why z-scores and not notebook 00's ranks: CartPole's returns are bounded (1 to 500), so no
-# outlier can run away with the step, and a return of 500 against 60 is information that ranks
-# flatten to "one place higher". Section 5 measures the difference. Population 256 and sigma
-# 0.2 work well here. Each notebook runs on its own: `centered_ranks` and `es_gradient` from
-# notebook 00 are not defined here; the gradient is the one line of step 5.
+# Why z-scores and not notebook 00's ranks: CartPole's returns are bounded (each between 1 and
+# 500), so no outlier can run away with the step, and a member that balances to the end while
+# the rest fall early carries information that ranks flatten to "one place higher". Section 5
+# measures the difference. Each notebook runs on its own: `centered_ranks` and `es_gradient`
+# from notebook 00 are not defined here; the gradient is the one line of step 5.
 #
 # <details><summary>Hint: the whole loop</summary>
 #
@@ -184,7 +181,7 @@ check.adam_update(adam_update)
 # %%
 def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=None, optimizer=None,
                    shaping=None):
-    """The trained parameters, float32 (10,): the five steps above, every random number from
+    """The trained parameters (10,): the five steps above, every random number from
     np.random.default_rng(seed) in their order; log (a list) gets the center's mean return each
     generation, before the update; SGD unless optimizer is given; shaping replaces the z-score."""
     ### BEGIN SOLUTION
@@ -208,23 +205,31 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
             center = center + lr * grad
         else:
             center, state = optimizer(center, grad, state, lr)
-    return center.astype(np.float32)
+    return center
     ### END SOLUTION
 
 
 # %% [markdown]
 # Before the check: your loop from seed 0 on the defaults (SGD), plotted against the curve the
-# five steps give
-# (`EXPECTED_CURVE`, dashed): the center's mean return goes 9.4, 94.7, 284.0, 292.4, 90.9,
-# 398.9, 26.9, 500.0, solved after 8 generations (about a second). The cell says whether yours
-# is the same (to 0.05). Over seeds 0..19 it takes 3 to 9 generations, 7 at the median. The
-# curve is not monotone: a step that helps the 256 members' shared start state can hurt the
-# center elsewhere, and the run stops only when the center scores 500 on all 128 start states.
-# Another curve that also solves is a valid run with another order of random draws (the check
-# below is what is graded); the same curve means you followed the five steps exactly. Where
-# yours departs from the dashed one is where to look when the check fails.
+# five steps give (`EXPECTED_CURVE`, dashed). The cell says whether yours is the same (to
+# `atol=0.05`) and how many updates the run took (`updates_to_solve`, used again below).
+#
+# **Expected output:** `your curve, seed 0: [9.4, 94.7, 284.0, 292.4, 90.9, 398.9, 26.9, 500.0]`,
+# `the same as the expected curve: True`, `solved after 7 updates`.
+#
+# The curve is not monotone: a step that helps the members' shared start state can hurt the
+# center on others, and the run stops only when the center scores 500 from all its start
+# states. Another curve that also solves is a valid run with another order of random draws
+# (the check below is what is graded); the same curve means you followed the five steps
+# exactly. Where yours departs from the dashed one is where to look when the check fails.
 
 # %%
+def updates_to_solve(log):
+    """The updates a run made before it stopped solved (its log holds one value more), or None
+    when it ran out of generations."""
+    return len(log) - 1 if log[-1] >= 500 else None
+
+
 EXPECTED_CURVE = [9.4, 94.7, 284.0, 292.4, 90.9, 398.9, 26.9, 500.0]
 curve = []
 params = train_cartpole(0, log=curve)
@@ -235,8 +240,9 @@ plt.ylabel("center's mean return (128 start states)")
 plt.title("CartPole-v1, plain SGD")
 plt.legend()
 plt.show()
-print("your curve:", [round(float(c), 1) for c in curve])
+print("your curve, seed 0:", [round(float(c), 1) for c in curve])
 print("the same as the expected curve:", len(curve) == len(EXPECTED_CURVE) and np.allclose(curve, EXPECTED_CURVE, atol=0.05))
+print(f"solved after {updates_to_solve(curve)} updates")
 
 # %%
 check.train_cartpole(train_cartpole)   # trains from two fresh seeds, and one of them twice
@@ -244,14 +250,13 @@ check.train_cartpole(train_cartpole)   # trains from two fresh seeds, and one of
 # %% [markdown]
 # ## 4. Your Adam at work
 #
-# The same loop, seed 0, stepping with your `adam_update` at `lr = 0.1` instead of SGD at 0.3.
-# Adam's first steps move every parameter by about `lr` (the worked example of section 2),
-# whatever the gradient's size, so its `lr` is in parameter units, not a multiple of the
-# gradient.
+# The same loop, seed 0, stepping with your `adam_update` at `lr = 0.1` instead of SGD at
+# `lr = 0.3`. Adam's first steps move every parameter by about `lr` (the worked example of
+# section 2), whatever the gradient's size, so its `lr` is in parameter units, not a multiple
+# of the gradient.
 #
-# **Expected output:** `9.4, 13.9, 109.1, 150.3, 281.4, 500.0`, solved after 6 generations.
-# Over seeds 0..19, Adam at `lr = 0.1` takes 2 to 31 generations (7 at the median, like SGD's
-# 3 to 9, but with a longer tail); at `lr = 0.05`, 2 to 16 (median 10).
+# **Expected output:** `Adam's curve, seed 0: [9.4, 13.9, 109.1, 150.3, 281.4, 500.0]`,
+# `solved after 5 updates`.
 
 # %%
 adam_curve = []
@@ -262,30 +267,32 @@ plt.xlabel("generation")
 plt.ylabel("center's mean return (128 start states)")
 plt.legend()
 plt.show()
-print("Adam's curve:", [round(float(c), 1) for c in adam_curve])
+print("Adam's curve, seed 0:", [round(float(c), 1) for c in adam_curve])
+print(f"solved after {updates_to_solve(adam_curve)} updates")
 
 
 # %% [markdown]
 # ## 5. z-scores against ranks, measured
 #
-# Notebook 00 shaped with centered ranks; this loop z-scores. The cell trains seeds 0..9 (0..2
-# in fast mode) with each, everything else the same (SGD), and counts the generations until
-# the center scores 500 on all 128 start states (`None`: not in 60). `ranks` below is notebook
-# 00's `centered_ranks` (ties share their mean rank), written another way. At the same `lr`
-# the comparison is not only about information: ranks spread from -0.5 to 0.5 with a standard
-# deviation of about 0.29 (`1 / sqrt(12)`), z-scores have 1, so each step with ranks is about
-# 3.5 times shorter. The third line gives ranks `lr = 0.3 * sqrt(12)`, the same spread of
-# weights as the z-scores.
+# Notebook 00 shaped with centered ranks; this loop z-scores. The cell trains seeds 0..9 (three
+# seeds in fast mode) with each, everything else the same (SGD), and prints the updates each
+# run took (`None`: not solved in `generations=60`). `ranks` below is notebook 00's
+# `centered_ranks` (ties share their mean rank), written another way. At the same `lr` the
+# comparison is not only about information: ranks spread evenly over $[-0.5, 0.5]$, a standard
+# deviation of about $1/\sqrt{12} \approx 0.29$, while z-scores have $1$, so each step with
+# ranks is about $\sqrt{12} \approx 3.5$ times shorter. The third line gives ranks
+# `lr = 0.3 * sqrt(12)`, the same spread of weights as the z-scores.
 #
-# **Expected output** (seeds 0..9, measured when the course was built):
+# **Expected output:**
 # ```
-#                         z-scores, lr 0.3: [7, 2, 8, 7, 7, 6, 5, 2, 8, 8]
-#                   centered ranks, lr 0.3: [11, 10, 12, 11, 11, 11, 12, 11, 12, 9]
-#                   centered ranks, lr 1.0: [19, 14, 20, 20, 28, 22, 22, 14, 17, 14]
+# updates to solve, seeds 0..9
+#              z-scores, lr 0.30: [7, 2, 8, 7, 7, 6, 5, 2, 8, 8]
+#        centered ranks, lr 0.30: [11, 10, 12, 11, 11, 11, 12, 11, 12, 9]
+#        centered ranks, lr 1.04: [19, 14, 20, 20, 28, 22, 22, 14, 17, 14]
 # ```
-# Z-scores solve CartPole in fewer generations than ranks at either step size: here the size
-# of a difference in return (500 against 60) carries information that ranks throw away, and
-# longer steps with ranks do not make up for it.
+# On these seeds z-scores solve CartPole in fewer updates than ranks at either step size: the
+# size of a difference in return carries information that ranks throw away, and longer steps
+# with ranks do not make up for it.
 
 
 # %%
@@ -296,14 +303,16 @@ def ranks(returns):
     return mean_rank[inverse] / (len(returns) - 1) - 0.5
 
 
+seeds = range(3 if FAST else 10)
+print(f"updates to solve, seeds {seeds[0]}..{seeds[-1]}")
 for name, shaping, lr in (("z-scores", None, 0.3), ("centered ranks", ranks, 0.3),
                          ("centered ranks", ranks, 0.3 * np.sqrt(12))):
     counts = []
-    for seed in range(3 if FAST else 10):
+    for seed in seeds:
         log = []
         train_cartpole(seed, lr=lr, log=log, shaping=shaping)
-        counts.append(len(log) - 1 if log[-1] == 500 else None)     # None: not solved in 60 generations
-    print(f"{name + f', lr {lr:.1f}':>40}: {counts}")
+        counts.append(updates_to_solve(log))
+    print(f"{name + f', lr {lr:.2f}':>31}: {counts}")
 
 # %% [markdown] tags=["question:shaping"]
 # **Inline question 1.** Ranks are the default in notebooks 00 and 04 (Pong), z-scores here.
@@ -315,10 +324,10 @@ for name, shaping, lr in (("z-scores", None, 0.3), ("centered ranks", ranks, 0.3
 
 # %% [markdown] tags=["solution_only", "reference:shaping"]
 # **Reference answer:** Z-scores keep how much better a member did: on CartPole a member that
-# balances for 500 steps against a population near 60 gets a large weight, so the step follows
-# the few members that found the trick, and returns are bounded (1 to 500), so no single
-# member can take over the step. Ranks keep only the order: robust to outliers and to any
-# rescaling of the reward, which matters where returns are unbounded or heavy-tailed, or where
-# one lucky episode (Pong's game seeds, a rare big score) would otherwise dominate, at the
-# cost of flattening real differences. On CartPole the measurement above is what decides;
+# balances to the end while the rest of the population falls early gets a large weight, so the
+# step follows the few members that found the trick, and returns are bounded (each between 1
+# and 500), so no single member can take over the step. Ranks keep only the order: robust to
+# outliers and to any rescaling of the reward, which matters where returns are unbounded or
+# heavy-tailed, or where one lucky episode (Pong's game seeds, a rare big score) would
+# otherwise dominate, at the cost of flattening real differences. On CartPole the measurement above is what decides;
 # where one episode's luck can be large, ranks are the safer default.

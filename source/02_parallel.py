@@ -9,17 +9,14 @@
 #
 # Section 1 reseeds each job: a generator of its own, built from seeds, in every job. That
 # makes the jobs independent, but a member's noise then depends on which job drew it: change
-# the number of jobs and the run changes. Section 2 takes the stronger form that `es` uses
-# throughout: a stream per *member*, a pure function of `(run seed, generation, member)`.
-# Then any number of workers, in any order, gives the same run, bit for bit, and workers only
-# exchange seeds and scalar returns. Section 5 then measures what parallelism buys, on Pong,
-# on your own cores.
+# the number of jobs and the run changes. Section 2 takes the stronger form: a stream per
+# *member*, a pure function of `(run seed, generation, member)`. Then any number of workers,
+# in any order, gives the same run, bit for bit, and a worker needs only the center, `sigma`
+# and a few integers. Section 5 measures what parallelism buys, on Pong, on your own cores.
 #
-# **Systems.** The course is tested on Linux. On macOS everything it installs has wheels, but
-# it is not tested there. On Windows, work in WSL2 (Ubuntu): section 0 needs the `fork` start
-# method, which Windows lacks (the cell says so and moves on), and notebook 03's Redis server
-# has no Windows build. joblib itself (sections 1 to 4) runs anywhere: its default backend,
-# `loky`, starts fresh worker processes rather than forking.
+# **Systems.** The course is tested on Linux. On Windows, work in WSL2 (Ubuntu): section 0
+# needs the `fork` start method, which Windows lacks (the cell says so and moves on), and
+# notebook 03's Redis server has no Windows build.
 
 # %%
 import multiprocessing as mp
@@ -72,9 +69,15 @@ else:      # Windows: no fork (processes start fresh, with fresh global state); 
 # ## 1. Reseed each job
 #
 # NumPy's way to give each job its own independent stream: spawn one child `SeedSequence` per
-# job from the run's seed and build the job's generator from it (never `np.random.seed`, which
-# reseeds one global state shared with every library in the process). Each job then draws the
-# noise of its members in order.
+# job from the run's seed and build the job's generator from it (NumPy's guide, [Parallel random
+# number generation](https://numpy.org/doc/stable/reference/random/parallel.html); the
+# docstring of `np.random.SeedSequence`: `spawn(n)` creates `n` sequences "that can be used to
+# seed independent BitGenerators"). Never `np.random.seed`: it reseeds "the singleton
+# RandomState instance" (its docstring), the one global state that every user of `np.random`
+# in the process shares. Each job then draws the noise of its members in order.
+#
+# **Expected output:** `the two jobs drew different noise: True`, then the noise of member 5
+# with 2 jobs and with 3 jobs: two different rows.
 
 # %%
 def job_noise(seed, generation, n_jobs, job, count, dim):
@@ -89,19 +92,21 @@ print("the two jobs drew different noise:", not np.allclose(two[:4], two[4:]))
 print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round(3))
 
 # %% [markdown]
-# Independent, but the run now depends on how the population was split: with 3 jobs member 5
-# gets other noise than with 2, so the same seed on another machine (or with another
-# `n_jobs`) trains a different policy.
+# Independent, but a member's noise now depends on how the population was split (the two rows
+# above), so the same seed with another `n_jobs` (on another machine, say) trains a different
+# policy.
 #
 # ## 2. The stronger form: a stream per member
 #
 # **`member_noise(seed, generation, member, dim)`**
-# * **Inputs:** four non-negative ints (`seed` and `member` up to `2**31`).
-# * **Returns:** float64 `(dim,)`, standard normal, a pure function of `(seed, generation,
-#   member)`: the same in every call and in every process, and different for any other triple.
-# * **How:** build a generator from the three integers (`np.random.default_rng` and
-#   `np.random.SeedSequence` take a *list* of integers) and draw `dim` standard normals. Do not
-#   touch the global `np.random` state (neither seed it nor draw from it).
+# * **Inputs:** four non-negative ints.
+# * **Returns:** a float64 array of shape `(dim,)`, standard normal, a pure function of `(seed,
+#   generation, member)`: the same in every call and in every process, and different for any
+#   other triple.
+# * **How:** build a generator from the three integers and draw `dim` standard normals.
+#   `np.random.default_rng` takes a *list* of non-negative integers and passes it to
+#   `SeedSequence`, which mixes all of them (its docstring: `array_like[ints]`). Do not touch
+#   the global `np.random` state (neither seed it nor draw from it).
 # * **Mirrored pairs** (notebook 01): `evaluate_members` (section 3) asks `member_noise` for
 #   the stream of *pair* `k = m // 2` and gives member `m` that noise, negated when `m` is odd,
 #   so members `2k` and `2k + 1` play `+eps_k` and `-eps_k`. Your function does not care: it
@@ -109,9 +114,9 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 # * **The corner:** `(0, 1, 2)` and `(0, 2, 1)` are different members. A seed made by adding
 #   the three integers (or any formula that can collide) gives them the same noise; a list
 #   keeps them apart.
-# * **The check:** a triple twice, in this process and in another; nine neighbouring triples
-#   (including those sums and weighted sums confuse), all different; the global state neither
-#   used nor changed.
+# * **The check:** the shape and the dtype; a triple twice, in this process and in another;
+#   nine neighbouring triples (including those sums and weighted sums confuse), all different;
+#   the global state neither used nor changed.
 
 # %%
 def member_noise(seed, generation, member, dim):
@@ -131,26 +136,30 @@ check.member_noise(member_noise)
 # `evaluate_members(center, sigma, seed, generation, first, end)` (given) plays members
 # `[first, end)` on the generation's shared start state and returns their returns, float64
 # `(end - first,)`. Member `m` plays `center + sigma * s * member_noise(seed, generation, m //
-# 2, dim)` with `s = +1` for an even `m` and `-1` for an odd one: mirrored pairs.
+# 2, dim)` with `s = +1` for an even `m` and `s = -1` for an odd one: mirrored pairs.
 #
 # **`parallel_returns(center, sigma, seed, generation, population, n_jobs)`**
-# * **Inputs:** `center` float `(10,)`, `sigma` a float, the ints `seed`, `generation`,
-#   `population` (any size, not necessarily a multiple of `n_jobs`), `n_jobs >= 1`.
-# * **Returns:** float64 `(population,)` in member order, **bit for bit** what
+# * **Inputs:** `center` a float array of shape `(policy.num_params,)`, `sigma` a float, the
+#   ints `seed`, `generation`, `population` (any size, not necessarily a multiple of
+#   `n_jobs`), `n_jobs >= 1`.
+# * **Returns:** a float64 array of shape `(population,)` in member order, **bit for bit** what
 #   `evaluate_members(center, sigma, seed, generation, 0, population)` returns.
 # * **How:** split the members into `n_jobs` contiguous chunks `[a, b)` that cover each
 #   member once, evaluate each chunk with `evaluate_members` in a joblib job, and concatenate
-#   the results in member order. Only integers and the center go to the workers; only returns
-#   come back.
-# * **Processes, not threads:** use `Parallel(n_jobs=n_jobs)` with joblib's default backend
-#   (`loky`, worker *processes*). The check records which process evaluated each chunk: with
-#   `n_jobs > 1`, chunks that all ran in one process (`n_jobs=1`, or
-#   `Parallel(..., prefer="threads")` / `backend="threading"`) fail with "every chunk ran in
+#   the results in member order. The workers get the center, `sigma` and integers, and send
+#   back returns.
+# * **Processes, not threads:** call `Parallel(n_jobs=n_jobs)` with joblib's default backend,
+#   `loky`, which runs jobs in worker *processes* (`DEFAULT_BACKEND = "loky"`: joblib 1.6.0,
+#   module `joblib.parallel`, line 64). The check records which process evaluated each
+#   chunk: with `n_jobs > 1`, chunks that all ran in one process (`Parallel(n_jobs=1)`,
+#   `Parallel(..., prefer="threads")` or `backend="threading"`) fail with "every chunk ran in
 #   one process". Threads share the interpreter's lock: Python code in them does not run in
 #   parallel.
 # * **The corner:** 11 members in 3 jobs. `np.linspace(0, 11, 4).astype(int)` is
 #   `[0, 3, 7, 11]`: chunks `[0, 3)`, `[3, 7)`, `[7, 11)`.
-# * **The check:** two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3 and 2.
+# * **The check:** the dtype; two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3
+#   and 2, each equal to `evaluate_members` over the whole population, bit for bit, in
+#   `n_jobs` chunks run in more than one process.
 #
 # <details><summary>Hint: chunk bounds</summary>
 #
@@ -193,10 +202,8 @@ check.parallel_returns(parallel_returns, evaluate_members)
 # they are not.
 #
 # **Expected output:** four lines with the same mean return, `identical for 1, 2, 3 and 4
-# jobs: True`, and the times. Two jobs gain little here, or lose: on the 2-core machine this
-# course is built on, busy with other jobs (2026-11-26, load average 8 to 12), five runs took
-# 0.07 to 0.19 s with 1 job, 0.09 to 0.15 s with 2, 0.18 to 0.42 s with 3 and 0.30 to 0.52 s
-# with 4. Section 5 measures work where parallelism pays.
+# jobs: True`, and the times, your machine's. On work this small more jobs may well be
+# slower (inline question 1 asks why); section 5 measures work where parallelism pays.
 
 # %%
 center = np.zeros(policy.num_params)
@@ -216,58 +223,53 @@ plt.ylabel("seconds for one generation")
 plt.show()
 
 # %% [markdown] tags=["question:slower"]
-# **Inline question 1.** On 2 cores, why can 2 jobs take *longer* than 1 here, when each job
-# has half the members to play? What would have to change for 2 jobs to win?
+# **Inline question 1.** Why can two jobs take *longer* than one here, when each job has half
+# the members to play? What would have to change for two jobs to win?
 
 # %% [markdown] tags=["student_only", "answer:slower"]
 # **Your answer:** *(write it here: your instructor reads it; it earns no points from the checks)*
 
 # %% [markdown] tags=["solution_only", "reference:slower"]
-# **Reference answer:** A whole CartPole generation is milliseconds of batched NumPy in one
-# process. Two jobs add costs that one process never pays: joblib starts (or wakes) its worker
-# processes, which import NumPy and the course's modules, pickles the function and the center
-# to them and the returns back, and waits for the slower of the two chunks; together these
-# cost more than the work itself, and on a 2-core machine the two workers also compete with
-# the notebook's own process (and anything else running) for the two cores. Two jobs win when
-# each chunk's work is far longer than the dispatch: larger populations or long episodes, such
-# as Pong's games in section 5 (seconds per chunk), with the workers started once and reused.
+# **Reference answer:** A whole CartPole generation is a fraction of a second of batched NumPy
+# in one process (the times above). Two jobs add costs that one process never pays: starting
+# (or waking) worker processes, sending them the function and its arguments and the returns
+# back, and waiting for the slower of the two chunks; together these can cost more than the
+# work itself, and on a machine with few cores the workers also compete with the notebook's
+# own process (and anything else running) for them. Two jobs win when each chunk's work is far
+# longer than the dispatch: larger populations or long episodes, such as Pong's games in
+# section 5, with the workers started once and reused.
 
 # %% [markdown]
 # ## 5. Scaling, measured: Pong on your cores
 #
 # Parallelism pays where a generation is long. Here: one generation of Pong games (the games
-# of notebook 04, a linear policy on band sums of 42x42 frames), population 32 (8 in fast
-# mode), each game capped at 300 agent steps (30), split over 1, 2, 4, ... joblib workers up
-# to your cores. Two measurements per worker count, next to each other:
+# of notebook 04, a linear policy on band sums of 42x42 frames), split over one worker, the
+# powers of two below your core count, and all your cores. The population and the cap on each
+# game's agent steps: `members, steps = (8, 30) if FAST else (32, 300)`. Two measurements per
+# worker count, next to each other:
 #
 # * **ES:** the members play their games, a chunk per worker (the work of your
 #   `parallel_returns`, with games instead of CartPole).
-# * **The bare games:** the same games with a fixed action, no features, no policy: what your
+# * **The bare games:** the same games with a fixed action instead of the policy: what your
 #   machine can do in that many processes. Its speed-up is the ceiling an ES speed-up is held
 #   against.
 #
-# **Speed-up** is steps per second with N workers over steps per second with 1;
-# **efficiency** is the ES speed-up over the bare games' speed-up (1: ES loses nothing to
-# parallelism beyond what the machine itself loses). Each worker builds its games once,
-# before the clock starts; two rounds, interleaved; the medians are shown. A couple of minutes
-# on 2 cores.
+# **Speed-up** is steps per second with N workers over steps per second with one;
+# **efficiency** is the ES speed-up over the bare games' speed-up (at $1$, ES loses nothing to
+# parallelism beyond what the machine itself loses). An untimed first call lets each worker
+# build its games before the clock starts; then two rounds, ES and the bare games
+# interleaved; the medians are shown.
 #
-# Below yours, the course's own measurement on 16 cores (2026-11-26, a 16-vCPU Intel Xeon,
-# the course package's Pong training with joblib, Redis and Dask workers, population 128): at 16
-# workers the bare games ran 11.8 to 13.7 times as fast as in one process, and ES 10.9 (joblib)
-# to 12.1 (Redis) times as fast: efficiency about 0.9.
-#
-# **Expected output:** a line per worker count and two pictures. The numbers are your
-# machine's, and they hold only while nothing else competes for its cores: measure on a quiet
-# machine. The solution's run below was not: on the 2-core machine this course is built on,
-# with a training run and test suites competing for both cores (2026-11-26, load average 11),
-# ES ran 1.40 times as fast with 2 workers and the bare games 1.15 times, an "efficiency" of
-# 1.22 that only says the load changed between the measurements (an earlier run there: 0.92,
-# 0.96 and 0.96). On the same machine less loaded (2026-11-25, the course's benchmark:
-# 500-step games, population 128, two rounds), the bare games ran 2.05 times as fast with 2
-# workers and ES 1.90 times: efficiency 0.93.
+# **Expected output:** a line per worker count (steps per second, speed-ups, efficiency) and
+# a picture. The numbers are your machine's, and they hold only while nothing else competes
+# for its cores: measure on a quiet machine. An efficiency above $1$ (the cell says so when it
+# prints one) is not ES beating the machine: either the machine's load changed between the
+# measurements or the timings are noisy (a rerun on a quiet machine rules these out), or the
+# work ES adds to the games, the policy, scales better than the games themselves (fixed costs
+# such as dispatch, the same for both, weigh less on ES's slower steps).
 
 # %%
+from joblib import parallel_config
 from threadpoolctl import threadpool_limits
 
 from pong.games import PongGames
@@ -316,8 +318,9 @@ def play_games(params, seed, steps, bare):
 def steps_per_second(n_jobs, params, steps, bare):
     bounds = np.linspace(0, len(params), n_jobs + 1).astype(int)
     t0 = time.perf_counter()
-    played = Parallel(n_jobs=n_jobs)(delayed(play_games)(params[a:b], 7, steps, bare)
-                                     for a, b in zip(bounds[:-1], bounds[1:]))
+    with parallel_config(backend="loky", inner_max_num_threads=1):    # one BLAS thread per worker
+        played = Parallel(n_jobs=n_jobs)(delayed(play_games)(params[a:b], 7, steps, bare)
+                                         for a, b in zip(bounds[:-1], bounds[1:]))
     return sum(played) / (time.perf_counter() - t0)
 
 
@@ -326,7 +329,7 @@ counts = sorted({1, cores} | {2 ** i for i in range(1, 8) if 2 ** i < cores})
 members, steps = (8, 30) if FAST else (32, 300)
 params = 0.01 * np.random.default_rng(0).standard_normal((members, PONG.num_params)).astype(np.float32)
 speed = {(n, bare): [] for n in counts for bare in (False, True)}
-with threadpool_limits(1):        # one BLAS thread in this process too, as joblib gives each worker
+with threadpool_limits(1):        # one BLAS thread in this process too (one worker runs here)
     for n in counts:
         steps_per_second(n, params, 1, False)             # each worker builds its games, before the clock
         for _ in range(2):                                # two rounds, ES and the bare games interleaved
@@ -337,6 +340,9 @@ bare_up = {n: np.median(speed[n, True]) / np.median(speed[1, True]) for n in cou
 for n in counts:
     print(f"{n:>3} worker(s): ES {np.median(speed[n, False]):7,.0f} steps/s (speed-up {es_up[n]:.2f}), bare games "
           f"{np.median(speed[n, True]):7,.0f} steps/s ({bare_up[n]:.2f}), efficiency {es_up[n] / bare_up[n]:.2f}")
+if any(es_up[n] > bare_up[n] for n in counts):
+    print("an efficiency above 1 is not ES beating the machine: its load changed between the measurements, "
+          "they are noisy, or the policy's work scales better than the games' (see the text above)")
 
 plt.figure(figsize=(6, 4))
 plt.plot(counts, counts, "k:", label="ideal")
@@ -348,35 +354,25 @@ plt.ylabel("speed-up over 1 worker")
 plt.title(f"your machine: {cores} core(s)")
 plt.legend()
 plt.show()
-figure = next((os.path.join(d, "docs", "scaling-16core.png") for d in (".", "..")
-               if os.path.exists(os.path.join(d, "docs", "scaling-16core.png"))), None)
-if figure:                        # the course's measurement, beside yours
-    plt.figure(figsize=(13, 5.5))
-    plt.imshow(plt.imread(figure))
-    plt.axis("off")
-    plt.title("the course's measurement on 16 cores (2026-11-26)")
-    plt.show()
-else:
-    print("scaling-16core.png is not in docs/ here: the course's 16-core curve is not shown")
 
 # %% [markdown]
-# **What limits each.** Three things stand between N workers and N times the speed:
+# **What limits each.** Four things stand between N workers and N times the speed:
 #
 # * **The machine** (the bare games' curve). N processes share the memory bus and the
-#   caches, a CPU runs slower with more of its cores busy, and whatever else runs (a browser,
-#   another training run) takes cores away. On 16 cores the bare games reached 11.8 to 13.7,
-#   not 16; on 2 cores they reach about 2 only when nothing else runs.
-# * **Dispatch and the slowest chunk** (the gap between ES and the bare games). Every
-#   generation the master hands work to N processes and waits for the last one: one slow chunk
-#   (a longer game, a busier core) holds everyone up, and the master's own work between
-#   generations (the update, sending the center) does not shrink with N. Here every game runs
-#   to the step cap and the chunks are equal, so the gap is mostly dispatch, and it grows as
-#   the work per worker shrinks (try `members, steps = 32, 60`). On 16 cores that gap cost ES
-#   about a tenth (efficiency 0.88 to 0.92).
+#   caches, a CPU may run slower with more of its cores busy, and whatever else runs (a
+#   browser, another training run) takes cores away.
+# * **Dispatch and the slowest chunk.** Each round the master hands work to N processes and
+#   waits for the last one: one slow chunk (a busier core) holds everyone up. With one worker
+#   the games run in this process and pay none of this. These costs weigh more the less work
+#   each worker gets (try `members, steps = 32, 60`); in a training run the master's own work
+#   between generations (the update) adds to them, and it does not shrink with N.
 # * **Threads you did not ask for.** NumPy's linear algebra (BLAS) may start a thread per core
-#   in every process, and those threads then compete for the same cores. joblib gives each of
-#   its workers one; the cell gives this process one too (`threadpool_limits(1)`). Without it,
-#   on the busy machine above, ES in one process ran at 420 to 440 steps per second instead of
-#   1,040 to 1,190 (three runs each), and 2 workers looked 1.7 to 2.4 times as fast as 1.
-# * **Communication**, once the workers are other machines: the center to every worker each
-#   generation, or, in the paper's design, only the returns (notebook 03, sections 5 and 6).
+#   in every process, and those threads then compete for the same cores. By default joblib
+#   allows each worker process `max(cpu_count() // n_jobs, 1)` of them (joblib 1.6.0, module
+#   `joblib._parallel_backends`, line 230): one only once `n_jobs` is more than half of
+#   `cpu_count()`. The cell gives every process one: this one with `threadpool_limits(1)`, joblib's
+#   workers with `parallel_config(backend="loky", inner_max_num_threads=1)`.
+# * **Communication**, once the workers are other machines. Here every worker receives the
+#   center each generation; in the paper's Algorithm 2 the workers know each other's seeds,
+#   exchange only their scalar returns, and each rebuilds the noise and the update itself
+#   (notebook 03, sections 5 and 6).

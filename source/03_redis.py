@@ -1,29 +1,27 @@
 # %% [markdown]
 # # 03 · Distributed ES through Redis [+5 points, +5 extras]
 #
-# Several machines share one Redis server. The master writes the current generation's task
-# (the center as raw float32 bytes), hands out chunks of members as *leased* jobs, and gathers
-# results; workers rebuild the perturbations from seeds and send back only returns and episode
-# lengths. Nothing that crosses the network is pickled (a pickle from a stranger can run code),
-# and a dead worker's chunk is handed out again when its lease runs out. You write the result
-# payload, the lease rule, and the master's loop that gathers a generation with them; section 4
-# then runs a real ES training on CartPole whose every generation your `gather` collects.
+# Several machines share one Redis server. The master writes each generation's task (the center
+# as float32 bytes), hands out chunks of members as *leased* jobs and gathers the results;
+# workers rebuild the perturbations from seeds and send back only returns and episode lengths.
+# Nothing is pickled (a pickle from a stranger can run code), and a dead worker's chunk is
+# handed out again when its lease runs out. You write the result payload, the lease rule and
+# the master's `gather`; section 4 trains CartPole through them.
 #
 # Sections 5 to 7 are the paper's own idea of scale (extras, graded as a bonus): workers that
-# receive only the returns and update the center themselves (Salimans et al. 2017, Algorithm
-# 2), and the shared noise table.
+# receive only the returns and update the center themselves (Salimans et al. 2017,
+# Algorithm 2), and the shared noise table.
 #
 # ### The keys and the messages
 #
-# Four keys, one run per database. Section 0 lets you try each command on a server first.
-# This is the course protocol; the course's own master adds more for a cluster of strangers'
-# machines on top (section 8):
+# Four keys, one run per database (section 0 lets you try each command first). The course's
+# own master adds more on top for a cluster of strangers' machines (section 8):
 #
 # | key | type | written by | read by | holds |
 # |---|---|---|---|---|
 # | `es:task` | hash | master, once per generation | workers | `g` (generation), `seed`, `sigma`, `population`, `center` (float32 bytes) |
-# | `es:jobs` | list | master (RPUSH) | workers (BLPOP), master (LRANGE, to see what still waits) | one JSON job per chunk, `{"g": 7, "a": 0, "b": 32}`; the chunk's name is `"0:32"` |
-# | `es:leases` | hash | workers (HSET on taking a job, again while working; HDEL when done) | master (HGETALL) | chunk name -> the worker's last heartbeat, `time.time()` as text, e.g. `b"1764022531.41"` |
+# | `es:jobs` | list | master (RPUSH) | workers (BLPOP), master (LRANGE, to see what still waits) | one JSON job per chunk, `{"g": 7, "a": 0, "b": 32}`, the chunk named `f"{a}:{b}"` |
+# | `es:leases` | hash | workers (HSET on taking a job, again while working; HDEL when done) | master (HGETALL) | chunk name -> the worker's last heartbeat, `repr(time.time())` |
 # | `es:results` | list | workers (RPUSH) | master (BLPOP) | `encode_result(...)` payloads, bytes |
 #
 # ```
@@ -31,7 +29,7 @@
 #   --------------------    ------------------------------------------    --------------------------
 #   HSET es:task ...     -->  es:task    g, seed, sigma, center         -->  HGETALL es:task
 #   RPUSH es:jobs job    -->  es:jobs    {"g": 7, "a": 0, "b": 32}      -->  BLPOP es:jobs: takes "0:32"
-#                             es:leases  "0:32" -> "1764022531.41"      <--  HSET es:leases "0:32" time.time()
+#                             es:leases  "0:32" -> its time.time()      <--  HSET es:leases "0:32" time.time()
 #                                                                            ... plays members 0..31 ...
 #                             es:results encode_result(7, 0, r, l)      <--  RPUSH es:results payload
 #                             es:leases  ("0:32" deleted)               <--  HDEL es:leases "0:32"
@@ -79,8 +77,8 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # `timeout` seconds for one; `None` if none came), `LRANGE key 0 -1` reads them all without
 # taking any. A **hash** is a dict: `HSET key field value` sets one field, `HGETALL key` reads
 # them all, `HDEL key field` removes one. Values come back as bytes. The cell starts a private
-# server (`EmbeddedRedis`: 127.0.0.1, a password of its own), runs each command once and stops
-# it. **Expected output:** the three lines printed below, with your own clock's time.
+# server on this machine (`EmbeddedRedis`, a password of its own), runs each command once and
+# stops it. **Expected output:** the three lines printed below, with your own clock's time.
 
 # %%
 with EmbeddedRedis() as server:
@@ -96,8 +94,9 @@ with EmbeddedRedis() as server:
 # ## 1. A result payload without pickle
 #
 # **`encode_result(generation, first, returns, lengths)`**
-# * **Inputs:** `generation` and `first` (the chunk's first member), ints in `[0, 2**32)`;
-#   `returns`, float `(count,)`; `lengths`, ints `(count,)` in `[0, 2**32)` (episode lengths).
+# * **Inputs:** `generation` and `first` (the chunk's first member), ints with
+#   `0 <= n < 2**32`; `returns`, float `(count,)`; `lengths`, ints `(count,)` in the same range
+#   (episode lengths).
 # * **Returns:** `bytes`. The course's layout, little-endian: a 12-byte header of three uint32
 #   (`generation`, `first`, `count`), then the `count` returns as float64, then the `count`
 #   lengths as uint32 (`struct.pack` for the header, `ndarray.tobytes()` for the arrays): 12
@@ -105,15 +104,14 @@ with EmbeddedRedis() as server:
 #   no longer be bit-identical to one process.
 #
 # **`decode_result(payload)`** gives back a dict with the keys `"generation"` and `"first"`
-# (ints), `"returns"` (float64 `(count,)`) and `"lengths"` (ints `(count,)`), all exactly what
-# was encoded: the master reads them by name.
+# (ints), `"returns"` (a float64 array `(count,)`) and `"lengths"` (an integer array
+# `(count,)`), all exactly what was encoded: the master reads them by name.
 #
 # * **Example:** `encode_result(7, 32, [1.5, -2.0], [10, 20])` is 12 + 16 + 8 = 36 bytes, and
 #   decoding it gives `{"generation": 7, "first": 32, "returns": array([ 1.5, -2. ]),
 #   "lengths": array([10, 20], dtype=uint32)}`.
-# * **The check:** an exact round trip of 20 to 60 members, no pickle, and a payload of at most
-#   64 + 16 x count bytes (room for a header and 16 bytes per member; the layout above needs 12
-#   + 12 x count).
+# * **The check:** an exact round trip of a chunk of random returns and lengths, with the types
+#   above; no pickle; and `len(payload) <= 64 + 16 * count` (the layout above fits).
 
 # %%
 def encode_result(generation, first, returns, lengths):
@@ -156,17 +154,12 @@ check.result_codec(encode_result, decode_result)
 #   (`now - queued_at[chunk] >= lease_seconds`: a worker may have just taken it and not yet
 #   written its lease); and its **lease is missing or at least `lease_seconds` old** (its
 #   worker died before writing one, or stopped renewing it).
-# * **Units:** every time is `time.time()`, seconds since 1970. Each machine reads its own
-#   clock, and clocks differ between machines (network time keeps them within milliseconds
-#   when it runs; a machine without it can be off by seconds or more). The rule compares the
-#   master's `now` with stamps the workers wrote by their clocks, so a worker whose clock runs
-#   behind makes its leases look older than they are, and one ahead makes them look younger:
-#   keep `lease_seconds` far above the clocks' offsets, or stamp every time with one clock (the
-#   course's own master and workers use the Redis server's, its `TIME` command). In this
-#   notebook every worker runs on your machine: one clock. Never `time.monotonic()`: it counts
-#   from an arbitrary point per machine (often the boot), so mixed with the workers'
-#   `time.time()` heartbeats a lease's age (`now` minus its stamp) is hugely negative, a dead
-#   worker's lease looks fresh forever, and its chunk is never handed out again.
+# * **Units:** every time is `time.time()` (seconds since 1970) by the clock of the machine
+#   that stamps it. The clocks of different machines differ, which makes leases look older or
+#   younger than they are: keep `lease_seconds` far above the offsets, or stamp every time with
+#   one clock (the course's own master and workers use the Redis server's `TIME`). Here every
+#   worker runs on your machine: one clock. Never `time.monotonic()`: it counts from an
+#   arbitrary point per machine, so it cannot be compared with a worker's stamp.
 # * **Worked example**, `lease_seconds = 1.0`, `now = 105.0`:
 #
 # | chunk | `queued_at` | in `in_queue`? | lease | requeue? |
@@ -180,7 +173,7 @@ check.result_codec(encode_result, decode_result)
 #
 #   so the answer is `{"24:32", "32:40", "40:48"}`.
 # * **The check:** five chunks, one of each kind of the table's first five rows, with times
-#   far from the boundary.
+#   far from the boundary; the answer must be a `set`.
 
 # %%
 def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds):
@@ -212,33 +205,32 @@ check.chunks_to_requeue(chunks_to_requeue)
 #   tuples of ints) that cover members `0 .. population - 1` once: `bounds[0][0] == 0`, each
 #   chunk starts where the one before ended, and `population = bounds[-1][1]`; chunk
 #   `(a, b)` is named `f"{a}:{b}"`. `lease_seconds` and `timeout` are seconds (floats).
-# * **When it is called, the jobs are already queued:** the master pushed one job per chunk
-#   onto `es:jobs` just before (`{"g": generation, "a": a, "b": b}` as JSON), so `gather` starts
-#   with every chunk queued at the time it starts. Do not push them again: the copies would
-#   wait beside the originals, and the check fails such a gather ("pushed again while a copy
-#   still waited in es:jobs").
+# * **The jobs are already queued** when it is called: the master pushed one job per chunk onto
+#   `es:jobs` just before (`{"g": generation, "a": a, "b": b}` as JSON). Do not push them again:
+#   the copies would wait beside the originals, and the check fails such a gather ("pushed
+#   again while a copy still waited in es:jobs").
 # * **Returns:** the pair `(returns, lengths)`: float64 `(population,)` and int64
 #   `(population,)`, member `m`'s values at index `m`.
 # * **Results:** pop with `r.blpop("es:results", timeout=0.1)`, which gives `None` (nothing
-#   within 0.1 s) or `(key, payload)`; decode the payload with your `decode_result` and put it at
-#   `returns[first:first + count]`. Drop, without failing: a result of another generation (a
-#   leftover), one whose chunk `f"{first}:{first + count}"` is not in `bounds`, and a second
-#   result of a chunk already in (a worker thought lost may still answer).
+#   came within the poll) or `(key, payload)`; decode the payload with your `decode_result` and
+#   put it at `returns[first:first + count]`. Drop, without failing: a result of another
+#   generation (a leftover), one whose chunk `f"{first}:{first + count}"` is not in `bounds`,
+#   and a second result of a chunk already in (a worker thought lost may still answer).
 # * **Leases:** whenever nothing arrived within the poll, ask your `chunks_to_requeue` which
 #   chunks to hand out again, with the chunks whose result is not in yet and when each was last
 #   queued (`queued_at`), the chunks still waiting (`r.lrange("es:jobs", 0, -1)`: JSON jobs,
-#   bytes; count only the jobs of this generation: a job left over from another generation is
-#   not a copy of one of yours), the leases (`r.hgetall("es:leases")`: bytes -> bytes, e.g.
-#   `{b"0:32": b"1764022531.41"}`: decode the names, `float()` the times) and `time.time()`.
-#   Push each chunk it names back onto `es:jobs` as a job in the same JSON form,
-#   `json.dumps({"g": generation, "a": a, "b": b})`, and set its `queued_at` to `time.time()`
-#   (otherwise it counts as lost again at once and is pushed over and over).
+#   bytes), the leases (`r.hgetall("es:leases")`: bytes -> bytes, as section 0 printed: decode
+#   the names, `float()` the times) and `time.time()`. Push each chunk it names back onto
+#   `es:jobs` as a job in the same JSON form, `json.dumps({"g": generation, "a": a, "b": b})`,
+#   and set its `queued_at` to `time.time()` (otherwise it counts as lost again at once and is
+#   pushed over and over).
 # * **Give up** with a `TimeoutError` after `timeout` seconds without all results.
 #
-# The check runs a real Redis server and three workers that fail the way a cluster does: a
-# stale result and one for an unknown chunk are waiting; one worker dies holding a lease,
-# one before writing it; one chunk's result arrives twice with different numbers; one worker
-# is slow but alive. **Expected:** the check passes in about 4 seconds.
+# The check runs a real Redis server and workers that fail the way a cluster does: a stale
+# result and one for an unknown chunk are waiting; one worker dies holding a lease, one before
+# writing it; one chunk's result arrives twice with different numbers; one worker is slow but
+# alive. Then it calls your `gather` with a short `timeout` on a chunk nobody takes: it must
+# raise `TimeoutError`. The check takes a few seconds (it waits out leases).
 #
 # <details><summary>Hint 1: the state to keep</summary>
 #
@@ -297,27 +289,23 @@ check.gather(gather)
 # %% [markdown]
 # ## 4. Your gather trains a policy
 #
-# A real ES run on CartPole (notebook 01's linear policy, population 256 in 8 chunks of 32,
-# sigma 0.2, z-scored returns, SGD step 0.3), through a real Redis server with three workers.
-# The workers (`classroom.cartpole_workers`) speak the protocol of the table above, push what
-# your `encode_result` encodes, and rebuild every member from integers: member `2k` plays
+# A real ES run on CartPole (notebook 01's linear policy, z-scored returns, one SGD step per
+# update; the cell's `POPULATION, SIGMA, LR, CHUNK = 256, 0.2, 0.3, 32`) through a real Redis
+# server (`EmbeddedRedis`, started for the cell) and three workers (`classroom.cartpole_workers`,
+# threads of this process standing in for other machines). They speak the protocol above, push
+# what your `encode_result` encodes, and rebuild every member from integers: member `2k` plays
 # `center + sigma * eps_k` and `2k + 1` plays `center - sigma * eps_k`, `eps_k` from its own
-# seeded stream (`pair_noise`). For each generation the master (the cell below) writes the task,
-# pushes the jobs, calls **your `gather`**, and updates the center from the returns. In
-# generation 1 one worker dies holding a chunk: your `gather` must hand it out again.
-#
-# The workers run as threads of this notebook's process, standing in for processes on other
-# machines: what they exchange through Redis is the same. The server is started for the cell
-# and stopped after it (`es.distributed.server.EmbeddedRedis`, on 127.0.0.1, a password of its
-# own, the workers under an account that can only take jobs, read the task and push results).
-# Then the same run in one process, without Redis, must end at the same center, bit for bit:
-# only seeds and scalar returns travelled.
+# seeded stream (`pair_noise`). Each generation the master (the cell) writes the task, pushes
+# the jobs, calls **your `gather`** and updates the center. In one generation a worker dies
+# holding a chunk: your `gather` must hand it out again. Then the same run in one process,
+# without Redis, must end at the same center, bit for bit: only seeds and scalar returns
+# travelled.
 #
 # **Expected output:** the center's mean return on 32 start states, generation by generation,
-# `[9.3, 75.2, 76.2, 476.8, 9.3, 500.0]` (solved after 5 updates; not monotone, as in notebook
+# `[9.3, 75.2, 76.2, 476.8, 9.3, 500.0]`: solved after 5 updates (not monotone, as in notebook
 # 01); one line `worker ... died holding chunk ... of generation 1; handed out again: True`;
-# `identical to one process: True`; a few seconds in all (one lease, 1 s, is spent waiting for
-# the dead worker's chunk).
+# `identical to one process: True`; a few seconds in all (one lease, `lease_seconds=1.0`, is
+# spent waiting for the dead worker's chunk).
 
 # %%
 from es.envs.cartpole import run_cartpole_batch
@@ -367,7 +355,9 @@ with EmbeddedRedis() as server, CartPoleWorkers(server.worker_url, encode_result
     seconds = time.perf_counter() - t0
     master.close()
 
-print("center's mean return per generation:", [round(float(c), 1) for c in curve], f"({seconds:.1f} s)")
+updates = len(curve) - (curve[-1] == 500)         # the center's updates before the run stopped
+print(f"center's mean return on {len(starts)} start states, per generation:", [round(float(c), 1) for c in curve],
+      f"({'solved' if curve[-1] == 500 else 'stopped'} after {updates} updates, {seconds:.1f} s)")
 if workers.died:
     worker, g, chunk = workers.died
     print(f"worker {worker} died holding chunk {chunk} of generation {g}; handed out again:",
@@ -392,11 +382,11 @@ plt.show()
 # ## 5. Only returns travel: the paper's Algorithm 2 [extras]
 #
 # In section 4 the master writes the center into `es:task` every generation, and every worker
-# reads it: 4 bytes per parameter per worker. Salimans et al. (2017, their Algorithm 2) send
-# less. Every worker keeps its own copy of the center. A member's noise is a function of (run
-# seed, generation, pair) alone, so a worker that knows every member's return can rebuild
-# every member's noise and take the same step as the master, bit for bit. After generation 0
-# (everyone starts from the same center) only scalar returns travel:
+# reads all of it. Salimans et al. (2017, their Algorithm 2) send less. Every worker keeps its
+# own copy of the center. A member's noise is a function of (run seed, generation, pair)
+# alone, so a worker that knows every member's return can rebuild every member's noise and
+# take the same step as the master, bit for bit. Once every worker holds the starting center,
+# only scalar returns travel:
 #
 # ```
 #   worker w, each generation g, with its own copy of the center
@@ -412,13 +402,13 @@ plt.show()
 #   population - 1`; chunks differ in size and may be odd); `sigma` and `lr`, floats.
 # * **Returns:** float32 `(dim,)`, the next center: exactly what section 4's
 #   `es_update(center, generation, returns)` returns for the concatenated returns.
-# * **How:** (1) concatenate the chunks. (2) Rebuild the noise: pair `k` (`k = 0 ..
+# * **How:** concatenate the chunks. Rebuild the noise: pair `k` (`k = 0 ..
 #   population // 2 - 1`) has `eps_k = seeding.rng_for(seed, seeding.NOISE, generation,
 #   k).standard_normal(dim)` (float64, the stream section 4's workers play); member `2k` played
 #   `+eps_k` and member `2k + 1` played `-eps_k`, so the noise is a `(population, dim)` array
 #   whose row `2k` is `eps_k` and row `2k + 1` is `-eps_k`. (`pair_noise` from section 4 builds
-#   the same array; write it yourself: it is the point of this section.) (3) z-score *all*
-#   the returns at once, `(returns - returns.mean()) / (returns.std() + 1e-8)`. (4) Step:
+#   the same array; write it yourself: it is the point of this section.) Z-score *all* the
+#   returns at once, `(returns - returns.mean()) / (returns.std() + 1e-8)`. Step:
 #   `center + lr * noise.T @ z / (population * sigma)`, in float64, returned as float32.
 # * **The corners:** the generation is the one you are given (a step with another
 #   generation's noise looks like a valid update and is not); a chunk's mean and spread are not
@@ -426,16 +416,16 @@ plt.show()
 # * **The check:** 12 generations of your function in this process (the master) and in 3
 #   worker processes that get the generation-0 center once and then only each generation's
 #   returns (drawn by the check, chunks of unequal sizes; each worker starts with a global
-#   NumPy state of its own, as a process on another machine would). Every worker must end
-#   every generation bit-identical to the master, and the master within 1e-5 (relative) of the
-#   course's update. A mistake is named: one generation's noise reused, a pair's sign lost,
-#   shaping applied per worker.
+#   NumPy state of its own). Every worker must end every generation bit-identical to the
+#   master, and the master within 1e-5 (relative) of the course's update, float32. It names
+#   these mistakes: one generation's noise reused, a pair's sign lost, shaping applied per
+#   worker.
 #
 # <details><summary>Hint</summary>
 #
 # Section 4's `es_update` is the whole update for one array of returns; what it gets from
-# `pair_noise` is `eps = np.array([... for k in range(population // 2)])`, then rows `0::2` and
-# `1::2` of an empty `(population, dim)` array.
+# `pair_noise` is `eps = np.array([... for k in range(population // 2)])`, written into rows
+# `noise[0::2]` and `noise[1::2]` of an empty `(population, dim)` array.
 # </details>
 
 # %%
@@ -462,19 +452,19 @@ check.seeds_only_update(update_from_returns)
 # %% [markdown]
 # ## 6. Algorithm 2 on CartPole: three processes, only returns
 #
-# Section 4's run again, without `es:task`: three worker processes (chunks of 96, 64 and 96
-# members), each with its own copy of the center, which starts at zero. Each generation a
-# worker plays its members, sends its returns to the master, receives every worker's returns,
-# and updates its copy with your `update_from_returns`; the master only forwards returns (a
-# pipe per worker stands in for the network). **Expected output:** `5 generations, 3 worker
-# processes; returns sent: 40,960 bytes in all (8,192 per generation), no parameter after
-# generation 0` and `every worker's center identical to section 4's: True` (a second or two;
-# Linux and macOS: the workers are forked).
+# Section 4's run again, without `es:task`: three worker processes
+# (`CHUNKS = [(0, 96), (96, 160), (160, 256)]`), each with its own copy of the center, which
+# starts at zero. Each generation a worker plays its members, sends its returns to the master,
+# receives every worker's returns, and updates its copy with your `update_from_returns`; the
+# master only forwards returns (a pipe per worker stands in for the network). **Expected
+# output:** `5 generations, 3 worker processes; returns sent: 40,960 bytes in all (8,192 per
+# generation), no parameter after generation 0` and `every worker's center identical to section
+# 4's: True` (a second or two; Linux and macOS: the workers are forked).
 
 # %%
 import multiprocessing as mp
 
-UPDATES = len(curve) - (curve[-1] == 500)         # how often section 4 updated its center
+UPDATES = updates                                 # how often section 4 updated its center
 CHUNKS = [(0, 96), (96, 160), (160, 256)]
 
 
@@ -514,13 +504,13 @@ else:      # Windows: no fork
 # %% [markdown]
 # ### Bytes per generation, at the paper's scale
 #
-# Salimans et al. ran 1,440 workers. The cell counts the bytes that cross the network in one
-# generation, both ways: each return is 8 bytes (float64), each parameter 4 (float32). Only
-# returns: every worker sends its members' returns once, and every worker receives all of
-# them. The center: every worker receives the whole center (section 4's `es:task`), the
-# returns come back once. Assumed: one mirrored pair per worker (population 2,880), headers
-# left out. **Expected output:** 33.2 MB against 0.1 MB for this policy, 33.2 MB against
-# 5,760.0 MB for a million parameters.
+# The paper scales its humanoid runs up to 1,440 CPU cores (Salimans et al. 2017, Figure 1).
+# The cell counts the bytes that cross the network in one generation at 1,440 workers, both
+# ways: each return is a float64, each parameter a float32. Only returns: every worker sends
+# its members' returns once, and every worker receives all of them. The center: every worker
+# receives the whole center (section 4's `es:task`), the returns come back once. Assumed: one
+# mirrored pair per worker (population 2,880), headers left out. **Expected output:** 33.2 MB
+# against 0.1 MB for this policy, 33.2 MB against 5,760.0 MB for a million parameters.
 
 # %%
 def bytes_per_generation(workers, population, params):
@@ -549,7 +539,7 @@ for params in (POLICY.num_params, 1_000_000):
 # %% [markdown] tags=["solution_only", "reference:bytes"]
 # **Reference answer:** Sending only the returns costs `8 P (W + 1)` bytes whatever the size of
 # the network, because every worker must receive all `P` returns; sending the center costs
-# `4 d W + 8 P`, growing with the parameters `d`. They are equal near `d = 2 P` (5,760
+# `4 d W + 8 P`, growing with the parameters `d`. They are equal at `d = 2 P` (5,760
 # parameters at population 2,880), so the returns win for any network larger than a few
 # thousand parameters and lose for CartPole's 10. The price: every worker rebuilds all `P`
 # members' noise each generation (`P / 2` seeded generators and `P d / 2` normal draws)
@@ -560,12 +550,16 @@ for params in (POLICY.num_params, 1_000_000):
 # ## 7. The shared noise table [extras]
 #
 # Each worker of section 6 rebuilds every member's noise every generation: a seeded generator
-# per pair and `dim` normal draws each. OpenAI's implementation builds one large table of
-# Gaussian noise once per machine, from one seed, so every machine holds the same table; a
-# member's noise is then a slice of it, `dim` consecutive values from an offset drawn from
-# (run seed, generation, pair). A slice is a memory read: no generator, no drawing. (The
-# course's package offers the same, a table of 2^25 float32 values, 128 MiB, as its `--noise
-# table` option.)
+# per pair and `dim` normal draws each. OpenAI's starter code (linked in notebook 00) builds
+# one large table of Gaussian noise per machine instead, from a fixed seed, so that every
+# machine holds the same table; a perturbation is then `dim` consecutive values of it from an
+# offset (`SharedNoiseTable`, lines 50-63 of its `951f199:es_distributed/es.py`, the file at
+# commit 951f199 as `git show` names it). There a worker draws each offset from an unseeded
+# `np.random.RandomState()` (line 319; `noise.sample_index(rs, policy.num_params)`, line 355)
+# and sends the offsets back with its returns (`noise_inds_n`, line 373), so that the master
+# can read each member's noise (line 244). The course draws the offsets from (run seed,
+# generation) instead: every machine computes every pair's offset itself, so nothing but
+# returns need travel (section 6's protocol), and a run is repeatable from its seed.
 #
 # **`make_noise_table(seed, size)`**
 # * **Returns:** float32 `(size,)`: `np.random.default_rng(seed).standard_normal(size,
@@ -581,15 +575,17 @@ for params in (POLICY.num_params, 1_000_000):
 #   generation is part of the key, or every generation plays the same noise.
 #
 # **`table_noise(table, offsets, member, dim)`**
-# * **Inputs:** `table`, a float32 1-D array (any table, not only yours); `offsets`, one
+# * **Inputs:** `table`, a flat float32 array (any table, not only yours); `offsets`, one
 #   generation's offsets (what `generation_offsets` returns); `member` and `dim`, ints.
 # * **Returns:** float32 `(dim,)`: pair `k = member // 2` reads `table[o:o + dim]` with `o =
 #   offsets[k]`; member `2k` gets the slice, member `2k + 1` the slice negated (mirrored
-#   pairs: both members of a pair share one offset).
+#   pairs: both members of a pair share one offset). The slice itself (a view into the table)
+#   or a new array: both pass.
 #
 # * **The check:** your table against the right one for a fresh seed and size (bit for bit);
-#   your offsets for a small table (3 x dim values, so that they span it to its last value);
-#   then every member of that generation, each exactly the right slice with the right sign.
+#   your offsets (ints) for a small table (`3 * dim` values, so that they span it to its last
+#   value); then every member of that generation, each exactly the right slice with the right
+#   sign, float32.
 
 # %%
 def make_noise_table(seed, size):
@@ -624,17 +620,20 @@ check.noise_table(make_noise_table, generation_offsets, table_noise)
 # %% [markdown]
 # ### What the table costs, and what it saves
 #
-# Measured here, on your machine: building a table of 2^24 values (64 MiB; 2^20 in fast
-# mode), then one generation's noise for 32 pairs (population 64) both ways: a seeded
-# generator per pair (section 6's way) against the generation's offsets and a slice of the
-# table per pair (your `generation_offsets` and `table_noise`), for this policy's 10
-# parameters and for 100,000. The best of 3 rounds each.
-# What to expect: the table costs its memory on every machine and a build once per process;
-# per pair, a slice is cheaper than a generator and its draws at both sizes. On the 2-core
-# machine this course is built on (2026-11-26, busy with other jobs, load average 11), the
-# solution's run: the table of 2^24 values built in 1.0 s; at 10 parameters 13.7 us per pair
-# by a generator against 1.9 by a slice (7 times faster), at 100,000 parameters 4,511 us
-# against 737 (6 times). Two other runs there gave 7 and 8 times at both sizes.
+# The table costs its memory on every machine and one build per process. What a member's noise
+# then costs depends on what your `table_noise` returns. `table[o:o + dim]` is a *view*: a small
+# header pointing into the table's memory, no value copied, so it costs the same at any `dim`
+# (and writing into it writes into the table). `-table[o:o + dim]` or `sign * table[o:o + dim]`
+# is a *copy*: `dim` values written into a new array, a cost that grows with `dim` as drawing
+# does, though a value is cheaper to copy than to draw.
+#
+# The cell builds a table on your machine (`size = 1 << 24` values; `size = 1 << 20` in fast
+# mode), then times one generation's noise for `pairs = 32` both ways: a seeded generator per
+# pair (section 6's way) against the generation's offsets and your `table_noise` for each
+# pair's even member. **Expected output:** the table's size and build time; whether your
+# `table_noise` returned a view or a copy for an even member; then for `dim` 10 (this
+# policy's) and 100,000, the time per pair each way (the best of 3 rounds) and how many times
+# faster the table was on your machine.
 
 # %%
 size = 1 << (20 if FAST else 24)
@@ -652,26 +651,32 @@ def best_of_3(fn):
     return min(times)
 
 
+pairs = 32
+even = table_noise(table, generation_offsets(0, 7, pairs, size, 10), 0, 10)
+print("your table_noise returned", "a view into the table" if np.shares_memory(even, table) else "a copy (a new array)",
+      "for an even member")
 for dim in (10, 100_000):
-    drawn = best_of_3(lambda: [seeding.rng_for(0, seeding.NOISE, 7, k).standard_normal(dim) for k in range(32)])
+    drawn = best_of_3(lambda: [seeding.rng_for(0, seeding.NOISE, 7, k).standard_normal(dim) for k in range(pairs)])
     sliced = best_of_3(lambda: [table_noise(table, offsets, 2 * k, dim)
-                                for offsets in [generation_offsets(0, 7, 32, size, dim)] for k in range(32)])
-    print(f"dim {dim:>7,}: a generator per pair {drawn / 32 * 1e6:8.1f} us per pair, a slice of the table "
-          f"{sliced / 32 * 1e6:6.1f} us per pair ({drawn / sliced:.0f} times faster)")
+                                for offsets in [generation_offsets(0, 7, pairs, size, dim)] for k in range(pairs)])
+    print(f"dim {dim:>7,}, {pairs} pairs, best of 3: a generator per pair {drawn / pairs * 1e6:8.1f} us, "
+          f"the table {sliced / pairs * 1e6:8.2f} us ({drawn / sliced:,.0f} times faster)")
 
 # %% [markdown]
 # ## 8. What a real cluster adds
 #
-# The course's own Redis master and workers (in the es-course repository; its master is the
-# answer to this notebook, so a release does not carry it) add what a cluster of strangers'
-# machines needs on top of your `gather`: a run id, and a nonce (a random number used once) per
-# generation, that every result must repeat, so that a stale result of an earlier run or
-# generation is recognised; access roles, so that a worker can push results but never rewrite
-# the task; heartbeats per worker, stamped with the Redis server's clock; a probation for a
+# The course's own Redis master (in the es-course repository, not in a release: it answers
+# this notebook) adds what a cluster of strangers' machines needs on top of your `gather`: a
+# run id and a nonce (a random number used once) per generation, which every result must
+# repeat, so that a stale result is recognised; access roles (a worker can push results,
+# never rewrite the task); heartbeats stamped with the Redis server's clock; a probation for a
 # new worker (its first results are compared with a trusted evaluation before they count); and
 # spot checks that replay a few members to catch a worker that lies about its returns. The
-# protocol stays the one of the table above: only seeds, the center and scalar returns
-# travel. The cell below (in the executed solution) trains CartPole with it.
+# protocol stays the one above: only seeds, the center and scalar returns travel.
+
+# %% [markdown] tags=["solution_only"]
+# The cell below trains CartPole with the course's master and two workers through Redis, and
+# compares the center with one process's.
 
 # %% tags=["solution_only"]
 import es

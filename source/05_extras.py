@@ -4,7 +4,9 @@
 # OpenAI-ES keeps one `sigma` for every parameter. Separable Natural Evolution Strategies
 # (SNES, Schaul et al. 2011) adapt a `sigma` per parameter from the same samples: directions
 # where good members lie far out grow, the others shrink. On Rastrigin's function, full of
-# local optima, the two behave very differently.
+# local optima, the two behave very differently. Then the course's pixel Pong agent: you write the
+# paper's virtual batch normalization of its inputs and see what it changes (section 3), and see what
+# the trained agent learned to look at (section 4).
 
 # %%
 import os
@@ -64,7 +66,7 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # * **Example:** `mu = [0, 0]`, `sigma = [1, 2]`, `s = [[1, 0], [0, 2]]`, `w = [0.5, -0.5]`,
 #   `lr_mu = 1`, `lr_sigma = 0.2`: `sum_i w_i s_i = [0.5, -1]`, so `mu' = [0.5, -2]`;
 #   `sum_i w_i (s_i^2 - 1) = [0.5, -2]`, so `sigma' = [exp(0.05), 2 exp(-0.2)] = [1.0513, 1.6375]`.
-# * **The check:** relative error at most 1e-6 on both, on random inputs.
+# * **The check:** relative error at most `1e-6` on both, on random inputs.
 
 # %%
 def snes_step(mu, sigma, s, w, lr_mu, lr_sigma):
@@ -81,14 +83,14 @@ check.snes_step(snes_step)
 # %% [markdown]
 # ## 2. OpenAI-ES against SNES on Rastrigin, made to differ in one thing
 #
-# Both start far from the global maximum at 0 (every coordinate at 3) with the same budget
-# of evaluations, and to compare *sigma adaptation* and nothing else, everything else is
+# Both start far from the global maximum at $x = 0$ (`start = np.full(dim, 3.0)`) with the same
+# budget of evaluations, and to compare *sigma adaptation* and nothing else, everything else is
 # shared: the same samples (mirrored pairs from the same seed), the same shaping (`utilities`,
-# below), the same step for the center (`lr_mu * sigma * sum_i w_i s_i`, SGD with step 1: what
-# OpenAI-ES's plain gradient `sum_i w_i s_i / sigma` becomes when scaled by its Fisher
-# information `sigma^2`, section 1) and the same initial sigma, 1. With `lr_sigma = 0`,
-# `snes_step` *is* OpenAI-ES with one fixed sigma, so one loop runs both. Adam is left out of
-# both: SNES's step is its own, and Adam would rescale the two differently.
+# below), the same step for the center (`lr_mu * sigma * sum_i w_i s_i` with `lr_mu = 1.0`: what
+# OpenAI-ES's plain gradient `sum_i w_i s_i / sigma` becomes when divided by its Fisher
+# information `1 / sigma^2`, section 1) and the same initial sigma (`np.ones(dim)`). With
+# `lr_sigma = 0`, `snes_step` *is* OpenAI-ES with one fixed sigma, so one loop runs both. Adam is
+# left out of both: SNES's step is its own, and Adam would rescale the two differently.
 #
 # **The shaping, `utilities(n)`** (Wierstra et al. 2014, the NES paper): sort the members
 # best first; member of rank `k = 1..n` gets `max(0, log(n/2 + 1) - log k)`, normalised to sum
@@ -98,15 +100,15 @@ check.snes_step(snes_step)
 # centered ranks they depend on the order of the scores only, never on their size.
 #
 # **The sigma step, `(3 + log d) / (5 sqrt d)`**: SNES's default `lr_sigma` (Schaul et al. 2011;
-# Wierstra et al. 2014, Table 1), found by its authors on benchmark functions. It shrinks as the
-# dimension `d` grows; here, `d = 10`, it is 0.34: `sigma_j` changes by at most a factor
-# `exp(0.17 * sum_i w_i (s_ij^2 - 1))` per generation.
+# Wierstra et al. 2014), found by its authors on benchmark functions. It shrinks as the
+# dimension `d` grows; here, `d = 10`, it is 0.34: each update multiplies `sigma_j` by
+# `exp(0.17 * sum_i w_i (s_ij^2 - 1))`.
 #
 # **Judged alike:** each at its center (`mu`), on the raw function, and by how far the center
 # lies from the maximum (mean `|x_j|`): a center can sit in the right valley and still score
-# badly on a function this bumpy. Seed 0 is plotted; seeds 0..4 are summed up under the plot,
-# with a third line, OpenAI-ES as notebooks 00-01 run it (centered ranks, Adam with step 0.1,
-# sigma fixed at 1).
+# badly on a function this bumpy. The plot shows the first seed; the lines under it sum up the
+# five (`range(5)`), with a third method, OpenAI-ES as notebooks 00-01 run it (centered ranks,
+# Adam with `lr=0.1`, `sigma=1.0`).
 
 # %%
 def rastrigin(x):
@@ -169,63 +171,164 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
 for name, runs in results.items():
     left.plot(runs[0][0], label=name)
     right.plot(runs[0][1], label=name)
-left.set(xlabel="generation", ylabel="Rastrigin at the center (0 is the maximum)")
-right.set(xlabel="generation", ylabel="mean |x_j| at the center (0 is the maximum)", yscale="log")
+left.set(xlabel="update", ylabel="Rastrigin at the center (0 is the maximum)")
+right.set(xlabel="update", ylabel="mean |x_j| at the center (0 is the maximum)", yscale="log")
 left.legend(fontsize=8)
 plt.show()
+print(f"the start: Rastrigin {rastrigin(start)[0]:.1f}, mean |x_j| {np.abs(start).mean():.1f}")
 for name, runs in results.items():
     finals = [round(float(score[-1]), 2) for score, _ in runs]
     far = [round(float(distance[-1]), 2) for _, distance in runs]
-    print(f"{name}:\n  seeds 0..4, at the center after {generations} generations: Rastrigin {finals}, "
+    print(f"{name}:\n  seeds 0..4, at the center after {generations} updates: Rastrigin {finals}, "
           f"mean |x_j| {far}")
 
 # %% [markdown]
-# **Expected output:** after 600 generations (fast mode: 150), SNES ends at or next to the
-# global maximum on every seed (Rastrigin `[-0.0, -0.99, -3.98, -1.99, -0.99]`: 0 is the maximum,
-# and its local maxima near integer points are worth `-sum(x_j**2)`, so -0.99 is one coordinate
-# off by one). OpenAI-ES with everything else the same ends between -76 and -120, *worse* than
-# its start (-90), yet its center has come from 3 to 0.2-0.6 per coordinate: it found the
-# right valley. One fixed sigma of 1 smooths Rastrigin's bumps away (that is why it finds the
-# valley), but then its steps stay as large as its sigma and the center can never settle into
-# the narrow peak at 0. SNES shrinks each coordinate's sigma as it closes in. The course's Adam
-# version behaves like the fixed-sigma one (-47 to -118): with one sigma, the optimizer does not
-# change the picture.
+# **Expected output:** from the start (Rastrigin -90.0, every coordinate at 3.0), after 600
+# updates SNES's center sits at the global maximum on seed 0 and on a local maximum next to it
+# on the other four seeds: Rastrigin `[-0.0, -0.99, -3.98, -1.99, -0.99]`. Rastrigin's local
+# maxima sit near the integer points, worth about $-\sum_j x_j^2$ there: on those four seeds one,
+# four, two and one coordinates sit at $\pm 1$ instead of $0$ (each costs about $0.99$), as the
+# mean `|x_j|` (0.1, 0.4, 0.2, 0.1) says. OpenAI-ES with everything else the same ends between
+# -76 and -120, worse than its start on three seeds of five, yet its center has come from 3.0 to
+# between 0.2 and 0.61 per coordinate: it found the right valley. One fixed sigma of 1 smooths
+# Rastrigin's bumps away (that is why it finds the valley), but then its steps stay as large as
+# its sigma and the center can never settle into the narrow peak at $x = 0$. SNES shrinks each
+# coordinate's sigma as it closes in. The course's Adam version behaves like the fixed-sigma one
+# (-47 to -118): with one sigma, the optimizer does not change the picture.
 #
-# More ideas: adapt OpenAI-ES's single `sigma` with the 1/5th success rule; novelty search
+# More ideas: adapt OpenAI-ES's single `sigma` with the one-fifth success rule; novelty search
 # (reward behaviours no one has seen yet) for deceptive mazes; run CMA-ES (`pip install cma`)
-# on the same function and compare evaluations to reach -10.
+# on the same function and compare how many evaluations each needs.
 
 # %% [markdown]
-# ## 3. What a policy that learns from the pixels looks at
+# ## 3. A policy that learns from the pixels, and its inputs normalized
 #
-# Your Pong agent in notebook 04 reads band sums of the frames; the course's best Pong agent
-# reads 8 numbers that fixed code pulls off the pixels. A third policy (`--policy keypoints`
-# in `pong/keypoints.py`) learns *where to look*. It has two parts. The **front end** finds
-# positions: six keypoints, and keypoint `i` looks through window `i`, a stretch of columns
-# whose centre and width ES learns (pixels outside it get much lower scores, so the keypoint
-# sees mostly its own vertical strip), plus a learned bias up or down the rows (the figure's
-# "row pull"). Each keypoint scores every pixel of a frame with two learned 3x3 filters, one on
-# the frame and one on its change since the previous frame, takes a softmax over the 1,764
-# pixels, and reports the expected column and row under it (a "spatial soft-argmax"), over
-# the 4 stacked frames, so also how fast it moves. The **head**, a small network, turns these
-# positions and their products into an action. At the start the six windows tile the field
-# evenly and every filter is the identity: nothing in that start knows where the ball or the
-# paddles are. ES learns the front end's 126 numbers (6 x (2 x 9 filter weights + 3 for the
-# window)) together with the head (4,121 parameters in all).
+# Your Pong policy in notebook 04 reads features fixed in advance (band sums of the frames). The
+# course's pixel agent, `PongKeypointsPolicy` (in `pong/keypoints.py`), learns *where to look*.
+# Its **front end** finds positions: six keypoints, keypoint `i` looking through window `i`, a
+# stretch of columns whose centre and width ES learns (pixels outside it get much lower scores),
+# plus a learned pull up or down the rows. Each keypoint scores every pixel of a frame with two
+# learned 3x3 filters, one on the frame and one on its change since the previous frame, takes a
+# softmax over the frame's pixels and reports the expected column and row under it (a "spatial
+# soft-argmax"), for each of the 4 stacked frames, so also how fast it moves. Its **head**, a
+# small network, turns these positions, their pairwise products and squares into an action. At
+# the start the six windows tile the field evenly and each keypoint's filters are the identity on
+# one input and zero on the other (the frame for half of the keypoints, its change for the other
+# half); only the head is random. ES learns the front end and the head together.
 #
-# The picture below is the course's pixel agent (shipped in the course repository, not in this
-# release): training run 16 of the course's numbered record of Pong attempts, 230
-# generations, 2.57 hours on 2 cores, its keypoints reading the frames and their change since
-# the previous frame. It scores +6.4 a game (points won minus points lost) over 20 held-out
-# games, game seeds used neither in training nor to choose the checkpoint, where a random
-# player scores -20.15. Top row: the filters it learned (on the frame, then on the change) and
-# each window's columns. Middle: its keypoints over two frames of a real game (circles: each
-# keypoint in the newest frame; lines: its path over the 4 stacked frames; we are the right
-# paddle). Bottom: each keypoint's row against where the ball and the paddles really are
+# ### Virtual batch normalization
+#
+# The head's raw inputs carry offsets that do not depend on the picture: an empty window's
+# keypoint sits still at its window's centre, so its column, the column's square and their
+# products barely change from frame to frame, yet they are not zero. A member perturbed by ES's
+# noise then mostly shifts which action it prefers *everywhere*, whatever the frame shows, and
+# its score says little about how it responds to the picture. The paper (Salimans et al. 2017)
+# used **virtual batch normalization** for its Atari networks: each input is normalized with its
+# mean and spread over a *reference batch* of observations chosen once, before training, and
+# never changed. Each member computes those statistics with its own parameters, so they depend
+# neither on the other members nor on what the member meets in its game. The pixel agent
+# normalizes its head's inputs this way (`PongKeypointsPolicy(..., vbn=True)`); here you write
+# that normalization.
+#
+# **`virtual_batch_norm(reference, inputs)`**
+# * **Inputs:** `reference`, float `(R, F)`: the `F` head inputs a member computes on each of
+#   the `R` observations of the reference batch; `inputs`, float `(k, F)`: the same member's
+#   head inputs on `k` observations it meets while it plays.
+# * **Returns:** a new float array `(k, F)` (leave both arguments as they are): each input minus
+#   its feature's mean over the reference batch, divided by its feature's standard deviation
+#   there floored at $0.1$, then clipped to $[-5, 5]$:
+#
+# $$\text{out}_{ij} = \operatorname{clip}\Big(\frac{x_{ij} - m_j}{\max(s_j,\, 0.1)},\; -5,\; 5\Big),
+#   \qquad m_j = \frac{1}{R}\sum_r \text{reference}_{rj}, \qquad
+#   s_j = \sqrt{\frac{1}{R}\sum_r (\text{reference}_{rj} - m_j)^2}$$
+#
+#   (the population standard deviation, dividing by $R$: `np.std`'s default). The floor: a
+#   feature that barely varies over the batch (an empty window's column) would otherwise be
+#   divided by almost nothing. The clip: an input far outside what the batch showed cannot
+#   saturate the head.
+# * **Example:** `reference = [[0, 1], [2, 1], [4, 1]]`, `inputs = [[3, 1.05], [40, 0]]`: feature
+#   0 has mean 2 and standard deviation 1.633 (the square root of 8/3), feature 1 mean 1 and
+#   standard deviation 0, floored to 0.1; so the result is `[[0.6124, 0.5], [5, -5]]` (40 gives
+#   23.3 and 0 gives -10, both clipped).
+# * **The check:** relative error at most `1e-6`, on random inputs with a feature constant over
+#   the reference batch, one that barely varies, and inputs far outside the batch; it names a
+#   missing floor, the sample standard deviation (`ddof=1`), a missing clip, statistics taken
+#   over `inputs` instead of `reference`, a floor on the variance instead of the standard
+#   deviation, and an argument changed in place.
+
+# %%
+def virtual_batch_norm(reference, inputs):
+    ### BEGIN SOLUTION
+    mean = reference.mean(axis=0)
+    std = np.maximum(reference.std(axis=0), 0.1)
+    return np.clip((inputs - mean) / std, -5, 5)
+    ### END SOLUTION
+
+
+# %%
+check.virtual_batch_norm(virtual_batch_norm)
+
+# %% [markdown]
+# ### What it changes
+#
+# ES's first generation as the pixel agent starts it: its policy untrained
+# (`policy.initial_params(0)`), `MEMBERS` members perturbed at `SIGMA` around it (mirrored
+# pairs), each acting on the observations of the reference batch the release ships
+# (`reference_batch()`), once on its raw head inputs and once on the same inputs normalized by
+# your function. The release holds no other recorded game, so here `reference` and `inputs` are
+# the same array. For each member the cell counts the share of observations on which it picks
+# its most frequent action: a member that picks one action on all of them ignores the picture.
+
+# %%
+from pong.keypoints import PULL_SCALE, PongKeypointsPolicy, reference_batch
+
+# the pixel agent's policy (six windows, on the frames and their change, a head of 8), its raw head inputs
+policy = PongKeypointsPolicy(6, (8,), motion=True, pull_scale=PULL_SCALE, conv="taps", pull="windows")
+observations = reference_batch()                     # uint8 (64, 4, 42, 42)
+center = policy.initial_params(0)
+MEMBERS, SIGMA = 64, 0.1
+half = np.random.default_rng(0).standard_normal((MEMBERS // 2, center.size))
+noise = np.stack([half, -half], axis=1).reshape(MEMBERS, center.size)     # mirrored pairs
+
+
+def most_frequent_share(params, normalized):
+    """The share of the observations on which this member picks its most frequent action."""
+    (front,), *head = policy.unflatten(np.repeat(params[None].astype(np.float32), len(observations), axis=0))
+    inputs = policy.features(front, observations)     # (observations, 495): the head's raw inputs
+    if normalized:
+        inputs = virtual_batch_norm(inputs, inputs)    # the reference batch, seen with this member's parameters
+    actions = policy.head.forward(head, np.asarray(inputs, dtype=np.float32))
+    return np.bincount(actions, minlength=3).max() / len(actions)
+
+
+print(f"{MEMBERS} members at sigma {SIGMA}, each acting on the {len(observations)} observations of the "
+      "reference batch:")
+for normalized, name in ((False, "raw head inputs"), (True, "normalized head inputs")):
+    shares = np.array([most_frequent_share(center + SIGMA * n, normalized) for n in noise])
+    many = int(np.sum(shares >= 0.9))
+    print(f"  {name}: a member picks its most frequent action on {shares.mean():.0%} of them on average; "
+          f"{many} member{'s' * (many != 1)} on at least 90%")
+
+# %% [markdown]
+# **Expected output:** with raw head inputs a member picks its most frequent action on 78% of the
+# observations on average, and 21 of the 64 members on at least 90% of them; normalized, 52%, and
+# one member. The same policy, the same noise: normalized, each member's action changes with the
+# frame far more often, so members differ in how they respond to the picture, which is what ES's
+# scores can then measure.
+
+# %% [markdown]
+# ## 4. What the trained pixel agent looks at
+#
+# The picture below is the course's pixel agent after training. It scores +6.4 a game (points
+# won minus points lost) over 20 held-out games, where a random player scores -20.15. Top
+# row: the filters it learned (on the frame, then on the change) and each window's columns and
+# row pull. Middle: its keypoints over two frames of a real game (circles: each keypoint in the
+# newest frame; lines: its path over the 4 stacked frames; we are the right paddle). Bottom: over
+# part of one game, each keypoint's row against where the ball and the paddles really are
 # (measured by fixed code), drawn only on the steps where its window "holds something" (over
-# half its attention on pixels that differ from the empty field); game 5, steps 100 to 399 of
-# the 1,500 the numbers below are measured on. Before you read on: which windows follow the
-# ball, and over which columns does the policy see it?
+# half its attention on pixels that differ from the empty field). The numbers under the picture
+# are measured on 1,500 steps of that game. Before you read on: which windows follow the ball,
+# and over which columns does the policy see it?
 
 # %%
 import os
@@ -246,12 +349,6 @@ else:
 # it crosses their stretch of the field, on 19%, 11%, 15% and 5% of the steps; there their
 # rows follow the ball's (correlations 0.86, 0.93, 0.97 and 0.99) and so do their columns
 # (0.93, 0.98, 0.98 and 0.85). Window 0 (columns 0 to 7) sits at the opponent's paddle, yet
-# over all steps its row follows the ball's (0.94) more closely than the opponent's (0.88); window 5 (columns 35 to 42) sits on our paddle (row correlation 0.70). So ES learned,
-# from the pixels, to pass the ball from window to window across the whole field, up to seven
-# columns before our paddle. The best pixel policy before it (attempts 14 and 15, -6.1 a game)
-# saw the ball only near the opponent and in the middle, about columns 15 to 24, its window on
-# columns 30 to 36 holding something on 0.3% of the steps. To win, a policy needs to predict
-# where the ball will cross our paddle's column: in the course's record of hand-written
-# controllers (the record of Pong attempts, section "What a policy must compute", in the
-# course repository, not in this release), those that follow the ball's height score about
-# -9, and one that aims at the crossing point wins, over 4 to 8 games each.
+# over all steps its row follows the ball's (0.94) more closely than the opponent's (0.88);
+# window 5 (columns 35 to 42) sits on our paddle (row correlation 0.70). So ES learned, from the
+# pixels, to pass the ball from window to window across the field.

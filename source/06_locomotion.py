@@ -1,13 +1,13 @@
 # %% [markdown]
 # # 06 · Extras [++]: ES learns to run (MuJoCo HalfCheetah)
 #
-# Half of the paper's evidence (Salimans et al. 2017) is MuJoCo locomotion: simulated robots
-# that learn to hop, run and walk. Mania, Guy and Recht (2018) then showed that a **linear**
-# policy on **normalized observations** learns these tasks with plain random search; the
-# thresholds they report episodes for are Swimmer 325, Hopper 3,120 and HalfCheetah 3,430. Here
-# ES teaches gymnasium's `HalfCheetah-v5` (a 2D cheetah: 17 observations, 6 joint torques in
-# `[-1, 1]`, 1,000 steps an episode, reward = forward speed less a small cost on the torques)
-# to run past 3,430 in minutes on 2 cores, with three functions you write:
+# The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1)
+# and on Atari. Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear**
+# policy on **normalized observations** learns the robots' tasks with plain random search; their
+# Table 1 counts the episodes each method needs to reach a threshold: Swimmer 325, Hopper 3,120,
+# HalfCheetah 3,430. Here ES teaches gymnasium's `HalfCheetah-v5` (a 2D cheetah: 17
+# observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, reward = forward speed
+# less a small cost on the torques) to run past 3,430, with three functions you write:
 #
 # * `merge_stats`: merge two workers' statistics of the states their members visited;
 # * `mean_std`: the mean and standard deviation the next generation normalizes with;
@@ -16,15 +16,14 @@
 # The training loop around them (`classroom.mujoco_runs`, given) plays every member of a
 # generation in 2 worker processes, each member one episode; it calls your `linear_policy` at
 # every step of every episode, your `mean_std` once a generation and your `merge_stats` once
-# per member. The ES step is the one of notebooks 00, 01 and 04 (mirrored noise, centered
-# ranks, Adam).
+# per member. Its update is notebook 04's `es_step` with no weight decay: centered ranks of the
+# members' returns (tied returns share their mean rank), then Adam, on mirrored noise.
 #
 # **What it needs:** the `mujoco` package (`pip install "mujoco==3.3.7"`; the course's
 # `requirements.txt` has it), and for section 5's video an OpenGL context without a screen:
 # on Linux `MUJOCO_GL=egl` (set below) with the EGL and GL libraries and, without a GPU,
 # Mesa's software renderer (Debian/Ubuntu: `apt-get install libegl1 libgl1 libgl1-mesa-dri`),
-# or `MUJOCO_GL=osmesa` with `libosmesa6`. The course's machine (Debian 12, no GPU) renders
-# with either. On macOS, leave `MUJOCO_GL` unset.
+# or `MUJOCO_GL=osmesa` with `libosmesa6`. On macOS, leave `MUJOCO_GL` unset.
 
 # %%
 import os
@@ -46,11 +45,12 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 #
 # A linear policy computes `tanh(x @ W + b)`; ES perturbs every weight by the same `sigma`.
 # HalfCheetah's observation mixes joint angles with joint velocities whose spread is many times
-# larger (section 4 prints the standard deviations your run measured, state variable by state
-# variable): a perturbation of the same size matters far more on a fast-moving input's weight
-# than on a slow one's, so one `sigma` is too large for some inputs and too small for others.
-# The paper's fix (and Mania et al.'s): feed the policy `clip((obs - mean) / std, -5, 5)`,
-# where `mean` and `std` are statistics of the states the members visited so far; every input
+# larger (section 4 prints the standard deviations your run measured): a perturbation of the
+# same size matters far more on a fast-moving input's weight than on a slow one's, so one
+# `sigma` is too large for some inputs and too small for others. OpenAI's starter code (linked
+# in notebook 00) feeds its MuJoCo policies `clip((obs - mean) / std, -5, 5)`
+# ([`951f199:es_distributed/policies.py` line 145](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/policies.py#L145)),
+# where `mean` and `std` are statistics of the states the members visited so far: every input
 # then has a comparable scale.
 #
 # **Many workers, one set of statistics.** Each worker plays some members, so each sees only
@@ -63,19 +63,20 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # **Frozen within a generation.** Every member of generation `g` normalizes with the
 # statistics of generations `0 .. g-1`; generation `g`'s states enter only after it ends, merged
 # in member order. So a member's episode depends on its parameters, its seed and those frozen
-# statistics only, never on which worker played it or when: the run is bit-identical for 1, 2
-# or 100 workers (the course's own training does the same for joblib, Redis and Dask workers).
+# statistics only, never on which worker played it or when: the run is the same for any number
+# of workers.
 #
 # **`merge_stats(a, b)`**
 # * **Inputs:** `a` and `b`, each a tuple `(count, total, squares)`: `count` an int (states
 #   seen), `total` and `squares` float64 `(obs_dim,)`, the sum of those states and the sum of
 #   their elementwise squares.
-# * **Returns:** the tuple `(count, total, squares)` of all states of `a` and of `b`. New
-#   arrays: do not change `a`'s or `b`'s in place (`a[1] += b[1]` would change the caller's).
+# * **Returns:** the tuple `(count, total, squares)` of all states of `a` and of `b`, in new
+#   arrays: leave `a` and `b` as they are (`total_a += total_b` would change the caller's `a`).
 # * **Example:** `a = (2, [1., 4.], [1., 10.])` (states `[0, 1]`, `[1, 3]`), `b = (1, [2., 2.],
 #   [4., 4.])` (state `[2, 2]`): `(3, [3., 6.], [5., 14.])`.
-# * **The check:** count exact, sums within 1e-12 relative error, on workers that saw very
-#   different numbers of states; then three workers merged in a row.
+# * **The check:** the count exact, the sums within a relative error of 1e-12, on workers that
+#   saw very different numbers of states, then three workers merged in a row; and `a` and `b`
+#   left as they were.
 
 # %%
 def merge_stats(a, b):
@@ -92,18 +93,20 @@ check.merge_stats(merge_stats)
 
 # %% [markdown]
 # **`mean_std(count, total, squares)`**
-# * **Inputs:** one `(count, total, squares)` as `merge_stats` returns it, unpacked.
-# * **Returns:** the pair `(mean, std)`, float64 `(obs_dim,)` each:
+# * **Inputs:** one `(count, total, squares)` as `merge_stats` returns it, unpacked: the loop's
+#   running sums, which it merges into afterwards, so leave `total` and `squares` as they are
+#   (`total / count`, not `total /= count`).
+# * **Returns:** the pair `(mean, std)`, each `(obs_dim,)`:
 #   `mean = total / count`, `var = squares / count - mean ** 2` (the population variance:
 #   divide by `count`, not `count - 1`), and `std = sqrt(max(var, 1e-4))`: a state variable that
-#   never moved (HalfCheetah's are all alive, but some tasks have constant ones) has variance 0,
-#   and dividing by it would blow up; its std is floored at 0.01.
+#   never moves has no variance, and dividing by it would blow up; its std is floored at
+#   $\sqrt{10^{-4}} = 0.01$.
 # * **Before any state (`count == 0`):** `mean` all zeros and `std` all ones (the first
 #   generation sees the raw observations).
 # * **Example:** `(3, [3., 6.], [5., 14.])`: `mean = [1, 2]`, `var = [5/3 - 1, 14/3 - 4] =
 #   [0.6667, 0.6667]`, `std = [0.8165, 0.8165]`.
 # * **The check:** relative error at most 1e-6, on statistics with a constant state variable,
-#   and on `count == 0`.
+#   and on `count == 0`; and `total` and `squares` left as they were.
 
 # %%
 def mean_std(count, total, squares):
@@ -134,7 +137,7 @@ check.mean_std(mean_std)
 # * **Inputs:** `params`, float32 `(k, obs_dim * act_dim + act_dim)`, one member per row;
 #   `obs`, float64 `(k, obs_dim)`, the raw observations; `mean`, `std`, float64 `(obs_dim,)`,
 #   the frozen statistics of `mean_std`; `low`, `high`, float32 `(act_dim,)`, the action range.
-# * **Returns:** float `(k, act_dim)`, row `k`:
+# * **Returns:** the actions, `(k, act_dim)`, row `k`:
 #
 # $$x_k = \text{clip}\Big(\frac{\text{obs}_k - \text{mean}}{\text{std}}, -5, 5\Big), \qquad
 #   a_k = \text{low} + \frac{\tanh(x_k W_k + b_k) + 1}{2}\,(\text{high} - \text{low})$$
@@ -145,8 +148,10 @@ check.mean_std(mean_std)
 # * **Batched:** no Python loop over rows (`np.einsum("ki,kij->kj", x, W)`, or `x[:, None, :] @
 #   W` with `W` of shape `(k, obs_dim, act_dim)`): it runs at every step of every episode.
 # * **The check:** actions within `1e-5 * (high - low)` of the course's (it computes in float32,
-#   as `es.policies.MLPPolicy` does; float64 is fine), for 5 to 40 rows, on observations far
-#   enough from the mean that the clip matters, and an asymmetric action range.
+#   as `es.policies.MLPPolicy` does; float64 is fine), for a random number of rows, on
+#   observations far enough from the mean that the clip matters, and an asymmetric action range;
+#   then it counts the Python lines your function runs for few rows and for many: a loop over
+#   rows fails.
 
 # %%
 def linear_policy(params, obs, mean, std, low, high):
@@ -167,10 +172,10 @@ check.linear_policy(linear_policy)
 
 # %% [markdown]
 # Your policy at work: three episodes of 1,000 steps with all-zero parameters (every action the
-# middle of its range: the cheetah stands, or drifts), and with random parameters
-# (`sigma = 0.5`, on raw observations: `mean` 0, `std` 1). **Expected output:** returns near 0
-# for the zero policy (no torque, so no torque cost, and the cheetah does not move); for the
-# random ones, -494, -666 and -1560: the torques cost 0.1 times their sum of squares a step,
+# middle of its range, no torque) and with random parameters (`sigma = 0.5`, on raw
+# observations: `np.zeros(17)` as `mean`, `np.ones(17)` as `std`). **Expected output:** returns
+# near 0 for the zero policy (no torque, so no torque cost, and the cheetah barely moves); for
+# the random ones, -494, -666 and -1560: the torques cost 0.1 times their sum of squares a step,
 # random weights on raw velocities push them to their limits, and the cheetah flails or runs
 # backwards.
 
@@ -190,11 +195,13 @@ for name, params in (("zeros", np.zeros((3, dim), np.float32)),
 # 1 a step in `Hopper-v5`, up to 1,000 an episode. A policy that learns to **stand still**
 # collects it all, with no risk; stepping forward risks a fall that ends the episode and the
 # bonus with it. ES can find that local optimum first and stay there. Mania et al. train on
-# the return **less the bonus** (1 a step): standing is then worth nothing, only forward
-# progress pays. The score reported (logs, goal, threshold) adds the bonus back, so it is
+# the return **less the bonus**, a `shift` of 1 a step for Hopper (their code,
+# [`4c8e24e:code/ars.py`](https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py)
+# lines 77 and 399): standing is then worth nothing, only forward progress pays. The score reported (logs, goal, threshold) adds the bonus back, so it is
 # gymnasium's own return. HalfCheetah has no bonus (it cannot fall: the episode always lasts
-# 1,000 steps), so its shift is 0. Below, the zero policy on Hopper: **Expected output:** it
-# falls after some tens of steps, and most of its return is the bonus.
+# 1,000 steps), so its shift is 0. Below, the zero policy on Hopper. **Expected output:** it
+# falls after 129 to 148 steps, and its return is about its bonus: the training fitness (the
+# return less the bonus) is between -10.9 and -0.3.
 
 # %%
 hopper_id, hopper_shift, hopper_threshold = TASKS["hopper"]
@@ -212,24 +219,13 @@ for k in range(3):
 # generation), 2 worker processes. Training stops when the center's episode reaches 3,430 and
 # the center then averages at least 3,450 on 20 held-out episodes (seeds from 1,000,000): a
 # margin of 20, because one agent's return varies from episode to episode and the grader plays
-# 20 new ones. Measured on this notebook's solution agent, over 100 new episodes: mean 3,447;
-# 99 of them between 3,376 and 3,560 (standard deviation 41), and one at 1,444. The checkpoint
-# keeps the confirmed center and the frozen statistics it played with.
+# 20 new ones. The checkpoint keeps the confirmed center and the frozen statistics it played
+# with.
 #
-# **How long it takes**, measured with these settings and the solution's functions on the
-# course's 2-core machine while other work kept it busy (load averages of about 5 to 6, that
-# is 2.5 to 3 runnable processes per core), minutes of training:
-#
-# | seed | generations | env steps | minutes |
-# |---|---|---|---|
-# | 0 (this notebook's run) | 74 | 4.8 million | 6.4 |
-# | 1 | 128 | 8.3 million | 13.4 |
-# | 2 | 80 | 5.2 million | 6.3 |
-#
-# The clock depends on how busy the machine is: an earlier run of seed 0, the same 74
-# generations, took 5.0 minutes. Plan for 15 minutes; a machine to yourself is faster. A call
-# stops after `minutes` (20) of wall time, and re-running the cell resumes the run where it
-# stopped (`cheetah-run/checkpoint.npz`).
+# The solution's run (these settings, seed 0) stopped after 73 updates, 4.8 million steps and
+# 6.4 minutes of training on the course's machine; the cell prints yours. A call stops after
+# `minutes=20.0` of wall time, and re-running the cell resumes the run where it stopped
+# (`cheetah-run/checkpoint.npz`).
 #
 # **Before it trains, the cell runs this notebook's three checks again** on your functions as
 # they are now, and refuses to start while one fails.
@@ -247,12 +243,12 @@ if FAST:   # the grader's fast mode: one small generation in a temporary folder;
 else:
     check.ready("06_locomotion", globals())
     summary = train(code, RUN_DIR, config)
-    print(f"{'reached' if summary['finished'] else 'not yet'}: {summary['generations']} generations, "
+    print(f"{'reached' if summary['finished'] else 'not yet'}: {summary['updates']} updates, "
           f"{summary['steps']:,} steps, {summary['minutes']:.1f} minutes of training")
 
 # %% [markdown]
 # Your curve, read back from `cheetah-run/metrics.jsonl`, and the statistics your run merged.
-# **Expected:** the population's mean climbs from about 0 within the first generations; the
+# **Expected:** the population's mean climbs from near 0 within the first generations; the
 # center (one episode each generation, without noise) runs ahead of it.
 
 # %%
@@ -276,11 +272,11 @@ else:
 # %% [markdown]
 # ## 5. Watch it run
 #
-# One episode of your agent (seed 0, its first 300 steps: 15 seconds of simulated time, every
-# third step drawn, played back in real time), rendered offscreen by MuJoCo through the model's
-# `track` camera, which follows the cheetah, and saved as `cheetah-run/cheetah.gif`.
-# Rendering needs the OpenGL context of the introduction: with `MUJOCO_GL=egl` and no GPU, Mesa
-# draws each frame in software (the cell prints how long it took).
+# One episode of your agent (`seed=0`, its first `steps=300` steps, every third one drawn),
+# rendered offscreen by MuJoCo through the model's `track` camera, which follows the cheetah,
+# and saved as `cheetah-run/cheetah.gif`. Rendering needs the OpenGL context of the
+# introduction: with `MUJOCO_GL=egl` and no GPU, Mesa draws each frame in software (the cell
+# prints how long it took).
 
 # %%
 if not FAST and os.path.exists(f"{RUN_DIR}/checkpoint.npz"):
@@ -297,8 +293,8 @@ if not FAST and os.path.exists(f"{RUN_DIR}/checkpoint.npz"):
 # The grader plays your checkpoint's center with the course's policy (the layout of section 2)
 # and your run's frozen statistics on 20 episodes on seeds it chooses. It passes unless their
 # mean is significantly below 3,430: mean + 1.645 standard errors must reach it (a one-sided
-# test at 5%). A rare bad episode, like the 1,444 above, widens the standard error rather than
-# failing an agent that runs past 3,430 on the other 19.
+# test at 5%). A rare bad episode widens the standard error rather than failing an agent that
+# runs past 3,430 on the others.
 
 # %%
 check.locomotion_agent(RUN_DIR)
@@ -306,22 +302,30 @@ check.locomotion_agent(RUN_DIR)
 # %% [markdown]
 # ## 6. What transfers from the paper, and what does not at this scale
 #
-# * **Observation normalization transfers**, exactly as the paper does it: running
-#   statistics from every worker's states, merged from counts, sums and sums of squares,
-#   frozen within a generation. Without it one `sigma` cannot suit every input.
+# * **Observation normalization transfers**, as OpenAI's starter code does it: workers send
+#   the count, sum and sum of squares of their states
+#   ([`951f199:es_distributed/es.py` lines 379-381](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L379-L381)),
+#   the master adds them up (line 216), and every task carries the statistics its episodes use
+#   (line 16). Without it one `sigma` cannot suit every input.
 # * **No action noise.** ES explores in parameter space: this notebook's policy is
 #   deterministic, a member's episode a function of its parameters, its seed and the frozen
 #   statistics only (which is also why a run replays exactly, for any number of workers). The
 #   `tanh` keeps every action in range.
-# * **The network size does not transfer.** The paper's MuJoCo policies have two hidden
-#   layers of 64 `tanh` units: 5,702 parameters for HalfCheetah, against the 108 of your
-#   linear policy, which Mania et al. showed is enough for these thresholds. With 64 members,
-#   ES's gradient estimate in 5,702 dimensions is far coarser than in 108; the paper could
-#   afford populations spread over up to 1,440 CPU cores.
-# * **Scale does not transfer, the design does.** The paper's workers exchange only seeds,
-#   returns and these statistics, never parameters (each rebuilds the perturbations from a
-#   shared table of noise). This notebook's loop, on 2 cores, simply sends each worker its
-#   members' parameters (108 numbers each); the statistics travel and merge as the paper's do.
+# * **The network size does not transfer.** The paper's MuJoCo policies are multilayer
+#   perceptrons with two hidden layers of 64 `tanh` units (its section 4.1): 5,702 parameters
+#   for HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), against the 108 of
+#   your linear policy, which Mania et al. showed is enough for these thresholds. With 64
+#   members, ES's gradient estimate in 5,702 dimensions is far coarser than in 108; the paper
+#   ran up to 1,440 parallel workers (its section 2.1).
+# * **Scale does not transfer, the design does.** In the paper's Algorithm 2 (section 2.1),
+#   workers exchange only scalar returns: each knows every worker's random seed, rebuilds their
+#   perturbations and updates its own copy of the parameters. OpenAI's starter code has a
+#   master instead, which sends the parameters with the statistics in every task
+#   ([`951f199:es_distributed/es.py` line 16](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L16),
+#   lines 173-178); workers send back the indices of their noise in a shared table, their
+#   returns and their statistics (lines 371-381). This notebook's loop sends each of its 2
+#   worker processes their members' parameters, noise included (108 numbers a member), and the
+#   frozen statistics; the statistics travel and merge as the starter's do.
 # * **Hopper and the harder tasks** need the alive bonus shifted out (section 3) and more
 #   episodes: try `config = RunConfig(task="hopper")` with a new `RUN_DIR` (not timed with this
 #   notebook's settings; the grader's check accepts a Hopper run at 3,120).

@@ -110,7 +110,7 @@ def test_every_check_belongs_to_a_notebook():
     per = {}
     for milestone, points, _, _ in CHECKS.values():
         per[milestone] = per.get(milestone, 0) + points
-    assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 16}
+    assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 18}
 
 
 @pytest.mark.slow
@@ -139,12 +139,14 @@ BOUNDS = "bounds = np.linspace(0, population, n_jobs + 1).astype(int)"
 JOBS = "delayed(evaluate_members)(center, sigma, seed, generation, a, b)"
 AREA = "return np.rint(rows @ COLUMNS / 800).astype(np.uint8)"
 POLICY = 'return (np.einsum("pf,pfa->pa", features, W) + b).argmax(axis=1)'
+STACK = "return np.concatenate([stacks[:, 1:], frames[:, None]], axis=1)"
 GRAD = "grad = noise.T @ weights / (n * sigma) - weight_decay * center"
 MERGE = "return count_a + count_b, np.add(total_a, total_b), np.add(squares_a, squares_b)"
 STD = "return mu, np.sqrt(np.maximum(squares / count - mu * mu, 1e-4))"
 SQUASH = 'squashed = np.tanh(np.einsum("ki,kij->kj", x, weights) + biases)'
 SCALE = "return low + 0.5 * (squashed + 1.0) * (high - low)"
 OFFSETS = "return np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)"
+VBN_STD, VBN_OUT = "std = np.maximum(reference.std(axis=0), 0.1)", "return np.clip((inputs - mean) / std, -5, 5)"
 MISTAKES = [
     ("00_es_from_scratch", RANKS, "return ranks / (len(x) - 1)", "centered_ranks", "forgot to center"),
     ("00_es_from_scratch", RANKS, "return ranks / len(x) - 0.5", "centered_ranks", "divided the ranks by n"),
@@ -153,6 +155,9 @@ MISTAKES = [
     ("00_es_from_scratch", RANKS, "return (x - x.min()) / (x.max() - x.min()) - 0.5", "centered_ranks", "min-max"),
     ("00_es_from_scratch", "ranks[tied] = ranks[tied].mean()", "pass", "centered_ranks", "ties must share"),
     ("00_es_from_scratch", RANKS, "return 0.5 - ranks / (len(x) - 1)", "centered_ranks", "reversed"),
+    ("00_es_from_scratch", "x = np.asarray(returns, dtype=np.float64)",
+     "x = np.asarray(returns, dtype=np.float64)\n    x -= x.mean()", "centered_ranks",
+     "changed its argument `returns` in place"),
     ("00_es_from_scratch", "return noise.T @ weights / (len(weights) * sigma)", "return noise.T @ weights / len(weights)",
      "es_gradient", "divided by the population but not by sigma"),
     ("00_es_from_scratch", "return noise.T @ weights / (len(weights) * sigma)", "return noise.T @ weights / sigma",
@@ -165,6 +170,8 @@ MISTAKES = [
     ("01_cartpole", "half = rng.standard_normal((population // 2, dim))",
      "half = np.random.standard_normal((population // 2, dim))", "antithetic_noise", "not np.random",
      {"train_cartpole": "never np.random"}),
+    ("01_cartpole", "half = rng.standard_normal((population // 2, dim))",
+     "half = rng.standard_normal((dim, population // 2)).T", "antithetic_noise", "not the draws the contract gives"),
     ("01_cartpole", ADAM, "step = lr * m / (np.sqrt(v) + 1e-8)", "adam_update", "no bias correction"),
     ("01_cartpole", "return theta + step, {", "return theta - step, {", "adam_update", "it descends"),
     ("01_cartpole", "rng = np.random.default_rng(seed)\n    center", "rng = np.random.default_rng(0)\n    center",
@@ -192,6 +199,10 @@ MISTAKES = [
      "every chunk ran in one process"),
     ("02_parallel", BOUNDS, "bounds = np.linspace(0, population, 3).astype(int)", "parallel_returns",
      "2 chunk(s) for n_jobs=3"),
+    ("02_parallel", NOISE, "return np.random.default_rng([seed, generation, member]).standard_normal(dim, dtype=np.float32)",
+     "member_noise", "says an array of float64"),
+    ("02_parallel", "return np.concatenate(chunks)", "return np.concatenate(chunks).astype(np.float32)",
+     "parallel_returns", "says an array of float64"),
     ("03_redis", ['"<f8"', "12 + 8 * count"], ['"<f4"', "12 + 4 * count"], "result_codec", "float32"),
     ("03_redis", 'return {"generation": generation, "first": first, "returns": returns, "lengths": lengths}',
      "return generation, first, returns, lengths", "result_codec", "not a dict"),
@@ -207,6 +218,24 @@ MISTAKES = [
      "drop results of another generation"),
     ("03_redis", """in_queue = {f"{job['a']}:{job['b']}" for job in map(json.loads, r.lrange("es:jobs", 0, -1))}""",
      "in_queue = set()", "gather", "still waited in es:jobs"),
+    # notebook 03's contracts: the types they name, and gather's timeout
+    ("03_redis", 'generation, first, count = struct.unpack_from("<III", payload)',
+     'generation, first, count = struct.unpack_from("<III", payload)\n    generation = float(generation)',
+     "result_codec", "the contract says ints"),
+    ("03_redis", 'returns = np.frombuffer(payload, dtype="<f8", count=count, offset=12)',
+     'returns = list(np.frombuffer(payload, dtype="<f8", count=count, offset=12))', "result_codec",
+     "the contract says an array of float64"),
+    ("03_redis", 'lengths = np.frombuffer(payload, dtype="<u4", count=count, offset=12 + 8 * count)',
+     'lengths = np.frombuffer(payload, dtype="<u4", count=count, offset=12 + 8 * count).astype(np.float64)',
+     "result_codec", "the contract says an integer array"),
+    ("03_redis", "    return out\n", "    return sorted(out)\n", "chunks_to_requeue", "the contract says a set"),
+    ("03_redis", "returns, lengths = np.zeros(bounds[-1][1]), np.zeros(bounds[-1][1], dtype=np.int64)",
+     "returns, lengths = np.zeros(bounds[-1][1], dtype=np.float32), np.zeros(bounds[-1][1], dtype=np.int64)",
+     "gather", "returned dtype float32, the contract says an array of float64"),
+    ("03_redis", "returns, lengths = np.zeros(bounds[-1][1]), np.zeros(bounds[-1][1], dtype=np.int64)",
+     "returns, lengths = np.zeros(bounds[-1][1]), np.zeros(bounds[-1][1])", "gather",
+     "the contract says an array of int64"),
+    ("03_redis", "        if time.time() > deadline:", "        if False:", "gather", "raise TimeoutError once"),
     # notebook 03's extras: the paper's Algorithm 2 and the shared noise table
     ("03_redis", "seeding.rng_for(seed, seeding.NOISE, generation, k)", "seeding.rng_for(seed, seeding.NOISE, 0, k)",
      "seeds_only_update", "one generation's noise reused"),
@@ -221,6 +250,11 @@ MISTAKES = [
     ("03_redis", "standard_normal(size, dtype=np.float32)", "standard_normal(size).astype(np.float32)", "noise_table",
      "float64 draws"),
     ("03_redis", "start = offsets[member // 2]", "start = offsets[member]", "noise_table", "shares one offset"),
+    ("03_redis", "return (np.asarray(center, dtype=np.float32) + step).astype(np.float32)",
+     "return np.asarray(center, dtype=np.float32) + step", "seeds_only_update", "the contract says an array of float32"),
+    ("03_redis", OFFSETS, OFFSETS + ".astype(float)", "noise_table", "the offsets are ints"),
+    ("03_redis", "return sign * table[start:start + dim]", "return sign * table[start:start + dim].astype(np.float64)",
+     "noise_table", "table_noise: returned dtype float64"),
     ("04_pong", AREA, "return rows @ COLUMNS / 800 / 255", "downsample", "without dividing by 255"),
     ("04_pong", AREA, AREA + ".transpose(0, 2, 1)", "downsample", "transposed"),
     ("04_pong", AREA, "return np.floor(rows @ COLUMNS / 800 + 0.5).astype(np.uint8)", "downsample",
@@ -229,8 +263,13 @@ MISTAKES = [
     ("04_pong", AREA, "return (rows @ COLUMNS / 800).astype(np.uint8)", "downsample", "truncated"),
     ("04_pong", AREA, "return np.rint(np.rint(rows / 5) @ COLUMNS / 160).astype(np.uint8)", "downsample",
      "round once, at the end"),
-    ("04_pong", "return np.concatenate([stacks[:, 1:], frames[:, None]], axis=1)",
-     "return np.concatenate([frames[:, None], stacks[:, :-1]], axis=1)", "stack_frames", "newest frame went first"),
+    ("04_pong", AREA, "return np.rint(rows @ COLUMNS / 800)", "downsample", "return uint8 gray levels"),
+    ("04_pong", STACK, "return np.concatenate([frames[:, None], stacks[:, :-1]], axis=1)", "stack_frames",
+     "newest frame went first"),
+    ("04_pong", STACK, "out = np.zeros(stacks.shape)\n    out[:, :3] = stacks[:, 1:]\n    out[:, 3] = frames\n    return out",
+     "stack_frames", "the contract says an array of uint8"),
+    ("04_pong", STACK, "stacks[:, :3] = stacks[:, 1:]\n    stacks[:, 3] = frames\n    return stacks", "stack_frames",
+     "changed its argument `stacks` in place"),
     ("04_pong", "weights = ranks / (n - 1) - 0.5", "weights = fitness - fitness.mean()", "es_step", "raw fitness"),
     ("04_pong", "weights = ranks / (n - 1) - 0.5", "weights = (fitness - fitness.mean()) / fitness.std()", "es_step",
      "standardised fitness"),
@@ -247,11 +286,24 @@ MISTAKES = [
     ("04_pong", POLICY, 'return np.einsum("pf,pfa->pa", features, W).argmax(axis=1)', "batched_policy",
      "ignores the bias"),
     ("04_pong", POLICY, "return (features @ W[0] + b[0]).argmax(axis=1)", "batched_policy", "member 0's weights"),
+    ("04_pong", POLICY, POLICY.replace(".argmax(axis=1)", ".argmax(axis=1).astype(float)"), "batched_policy",
+     "return integer actions"),
     ("04_pong", POLICY, "return np.array([np.argmax(features[p] @ W[p] + b[p]) for p in range(len(W))])",
      "batched_policy", "loops over the members in Python"),
     ("05_extras", "sigma = sigma * np.exp(lr_sigma / 2 * (w @ (s ** 2 - 1)))",
      "sigma = sigma + lr_sigma / 2 * (w @ (s ** 2 - 1))", "snes_step", "multiplicatively"),
     ("05_extras", "mu = mu + lr_mu * sigma * (w @ s)", "mu = mu + lr_mu * (w @ s)", "snes_step", "lacks sigma"),
+    ("05_extras", VBN_STD, "std = reference.std(axis=0)", "virtual_batch_norm", "floor the std at 0.1"),
+    ("05_extras", VBN_STD, "std = np.maximum(reference.std(axis=0, ddof=1), 0.1)", "virtual_batch_norm",
+     "sample std"),
+    ("05_extras", VBN_OUT, "return (inputs - mean) / std", "virtual_batch_norm", "forgot the clip"),
+    ("05_extras", ["mean = reference.mean(axis=0)", VBN_STD],
+     ["mean = inputs.mean(axis=0)", "std = np.maximum(inputs.std(axis=0), 0.1)"], "virtual_batch_norm",
+     "statistics of the inputs"),
+    ("05_extras", VBN_STD, "std = np.sqrt(np.maximum(reference.var(axis=0), 0.1))", "virtual_batch_norm",
+     "floored the variance"),
+    ("05_extras", VBN_OUT, "inputs -= mean\n    inputs /= std\n    return np.clip(inputs, -5, 5)",
+     "virtual_batch_norm", "changed its argument `inputs` in place"),
     ("06_locomotion", MERGE, "return count_a, np.add(total_a, total_b), np.add(squares_a, squares_b)", "merge_stats",
      "forgot to add the counts"),
     ("06_locomotion", MERGE, "return count_a + count_b, (total_a + total_b) / 2, (squares_a + squares_b) / 2",
@@ -270,6 +322,8 @@ MISTAKES = [
     ("06_locomotion", STD, "return mu, np.sqrt(np.maximum((squares - count * mu * mu) / (count - 1), 1e-4))",
      "mean_std", "divided by count - 1"),
     ("06_locomotion", "if count == 0:", "if False:", "mean_std", "with count 0"),
+    ("06_locomotion", "mu = total / count", "total /= count\n    mu = total", "mean_std",
+     "changed its argument `total` in place"),
     ("06_locomotion", "x = np.clip((obs - mean) / std, -5.0, 5.0)", "x = (obs - mean) / std", "linear_policy",
      "forgot the clip"),
     ("06_locomotion", "x = np.clip((obs - mean) / std, -5.0, 5.0)", "x = obs", "linear_policy",

@@ -43,6 +43,41 @@ def test_a_run_is_the_same_for_one_and_two_workers_and_resumes_where_it_stopped(
         train(course_code(), resumed, replace(config, sigma=0.1), progress=None)
 
 
+def test_the_loops_ranks_are_es_shapings_centered_ranks():
+    """One truth for ranks: the loop's own (the release does not ship es.shaping, which holds
+    notebook 00's answer) are es.shaping's, ties sharing their mean rank, in float64."""
+    from es.shaping import centered_ranks, ranks
+    from classroom.mujoco_runs import _ranked
+    rng = np.random.default_rng(5)
+    assert _ranked(np.array([1.0, 1.0, 2.0, 0.0])).tolist() == [0.0, 0.0, 0.5, -0.5]
+    for x in (rng.normal(size=64), rng.integers(0, 6, 64).astype(np.float64), np.full(8, 3.0)):
+        got = _ranked(x)
+        assert got.dtype == np.float64 and np.array_equal(got, ranks(x) / (len(x) - 1) - 0.5)
+        assert np.allclose(got, centered_ranks(x), rtol=0, atol=1e-7)
+
+
+def test_the_update_is_notebook_04s_es_step_without_weight_decay():
+    """What notebook 06 says of its loop: its update is notebook 04's es_step (the solution's)
+    with weight_decay 0, centered ranks with tied returns sharing their mean rank, then Adam;
+    a few updates in a row, with ties."""
+    import jupytext
+    from classroom.build import BEGIN, END
+    from classroom.mujoco_runs import _update, mirrored_noise
+    nb = jupytext.reads((ROOT / "source" / "04_pong.py").read_text(), fmt="py:percent")
+    namespace = {"np": np}
+    exec(next(c.source for c in nb.cells if c.cell_type == "code" and "def es_step(" in c.source)
+         .replace(BEGIN, "").replace(END, ""), namespace)
+    rng = np.random.default_rng(4)
+    ours, theirs, state, (m, v, t) = np.zeros(9, np.float32), np.zeros(9), None, (np.zeros(9), np.zeros(9), 0)
+    for generation in range(6):
+        noise = mirrored_noise(0, generation, 16, 9)
+        fitness = rng.integers(0, 5, 16).astype(np.float64)           # 5 values for 16 members: ties
+        ours, m, v, t = _update(ours, noise, fitness, m, v, t, 0.03, 0.01)
+        theirs, state = namespace["es_step"](theirs, noise.astype(np.float64), fitness, state, 0.03, 0.01, 0.0)
+        assert ours.dtype == np.float32 and np.allclose(ours, theirs, rtol=0, atol=1e-6), generation
+    assert t == state["t"] == 6
+
+
 def test_the_policy_plays_the_course_layout():
     """The answer key's policy and the check's (es.policies.MLPPolicy) play the same episode."""
     rng = np.random.default_rng(3)

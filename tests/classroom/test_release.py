@@ -79,7 +79,9 @@ PLANTED_TEXT = """A student reads:
 the benchmark `benchmarks/pong_student.py`, the [design](docs/design.md), a
 [heading that is not there](docs/students.md#no-such-heading), [outside](../secrets.md),
 `python -m es train cartpole`, `python -m jupyter lab`, `python -m no_such_package_here`,
-the evaluator `es.parallel`, the class `pong.student.NoSuchThing`, and `pong-run/stolen.npz`.
+the evaluator `es.parallel`, the class `pong.student.NoSuchThing`, and `pong-run/stolen.npz`;
+another project's file linked to its lines, [`starter/es.py`, line 3](https://github.com/o/r/blob/c/starter/es.py#L3),
+is no pointer into the release, but that project's `starter/other.py` unlinked is one.
 """
 
 
@@ -103,6 +105,7 @@ def test_cited_names_every_kind_of_pointer_that_does_not_resolve(released, tmp_p
             ("02_parallel.ipynb", "module", "es.parallel"),
             ("02_parallel.ipynb", "module", "pong.student.NoSuchThing"),
             ("02_parallel.ipynb", "path", "pong-run/stolen.npz"),
+            ("02_parallel.ipynb", "path", "starter/other.py"),
             ("02_parallel.ipynb", "import", "es.shaping"),
             ("02_parallel.ipynb", "import", "es.shaping.centered_ranks"),
             ("02_parallel.ipynb", "import", "pong.student.nothing"),

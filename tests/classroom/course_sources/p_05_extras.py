@@ -1,6 +1,148 @@
 """Sources of the numbers on page 05_extras."""
+import json
+from functools import lru_cache
+
+import numpy as np
+
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
+from course_sources import ROOT
+
+PIXEL_RUN = "docs/runs/pong-windows6-motion-vbn-s16"     # the shipped pixel agent's run (pong/agent-pixels.json)
+
+
+def _snes_example():
+    """Section 1's worked example, computed with the solution's snes_step."""
+    ns = solution("05_extras", "snes_step")
+    mu, sigma = ns["snes_step"](np.zeros(2), np.array([1.0, 2.0]), np.array([[1.0, 0.0], [0.0, 2.0]]),
+                                np.array([0.5, -0.5]), 1.0, 0.2)
+    assert fmt(mu, 4) == "[0.5, -2]" and fmt(sigma, 4) == "[1.0513, 1.6375]", (mu, sigma)
+
+
+def _utilities():
+    """The shaping as the text describes it, for the notebook's population and others."""
+    u_of = solution("05_extras", "snes_step", "utilities")["utilities"]   # its cell runs section 2
+    for n in (4, 10, 40):
+        u = u_of(n)
+        assert np.isclose((u + 1 / n).sum(), 1) and abs(u.sum()) < 1e-12
+        assert np.all(np.diff(u) <= 0) and np.allclose(u[n // 2:], -1 / n)      # the worse half: -1/n
+
+
+def _sigma_step():
+    ns = solution("05_extras", "snes_step", "snes_sigma", "dim")
+    assert ns["dim"] == 10 and f"{ns['snes_sigma']:.2f}" == "0.34" and f"{ns['snes_sigma'] / 2:.2f}" == "0.17"
+
+
+def _vbn_example():
+    """Section 3's worked example, computed with the solution's virtual_batch_norm."""
+    vbn = solution("05_extras", "virtual_batch_norm")["virtual_batch_norm"]
+    reference, inputs = np.array([[0, 1], [2, 1], [4, 1]], float), np.array([[3, 1.05], [40, 0]])
+    assert reference.mean(axis=0).tolist() == [2, 1] and reference.std(axis=0)[1] == 0
+    assert f"{reference.std(axis=0)[0]:.3f}" == "1.633" and np.isclose(reference.std(axis=0)[0] ** 2, 8 / 3)
+    assert fmt(vbn(reference, inputs), 4) == "[0.6124, 0.5, 5, -5]"
+    assert f"{(40 - 2) / reference.std(axis=0)[0]:.1f}" == "23.3" and (0 - 1) / 0.1 == -10
+
+
+def _vbn_is_the_pixel_agents():
+    """The contract is the pixel agent's own normalization: pong.keypoints' floor and clip, and
+    the solution's function on a member's head inputs over the reference batch gives what
+    PongKeypointsPolicy(..., vbn=True) computes."""
+    from pong.keypoints import PULL_SCALE, VBN_CLIP, VBN_FLOOR, PongKeypointsPolicy, reference_batch
+    assert (VBN_FLOOR, VBN_CLIP) == (0.1, 5.0)
+    vbn = solution("05_extras", "virtual_batch_norm")["virtual_batch_norm"]
+    options = dict(motion=True, pull_scale=PULL_SCALE, conv="taps", pull="windows")
+    raw, own = PongKeypointsPolicy(6, (8,), **options), PongKeypointsPolicy(6, (8,), vbn=True, **options)
+    obs = reference_batch()
+    params = raw.initial_params(0) + 0.1 * np.random.default_rng(1).standard_normal(raw.num_params)
+    front = raw.unflatten(np.repeat(params[None].astype(np.float32), len(obs), axis=0))[0][0]
+    from pong.keypoints import _quadratic, keypoint_features
+    q = _quadratic(keypoint_features(*raw.keypoints_of(front, obs)))       # the head's raw inputs, float64
+    assert np.allclose(vbn(q, q[:10]), own.normalize(front[:10], q[:10]), rtol=1e-6, atol=1e-6)
+    assert raw.num_features == q.shape[1]
+
+
+def _vbn_check_names():
+    """What the contract says the check names, its message for each."""
+    src = source_of(__import__("classroom.check", fromlist=["check"])._RAW["virtual_batch_norm"])
+    for key in ("no_floor", "sample", "no_clip", "input_stats", "floor_variance"):
+        assert f'("{key}"' in src, key
+    assert '_call_leaving(fn, ("reference", "inputs")' in src and "_close(got, want[\"right\"])" in src
+
+
+@lru_cache(maxsize=None)
+def _figure():
+    """The figure's run (its figure.json) and the checkpoint it shows: the keypoints' windows in
+    pixel columns."""
+    from es.play import load_agent
+    from pong.keypoints import _unpack, window_columns
+    seen = load(f"{PIXEL_RUN}/figure.json")
+    problem, params, meta = load_agent(ROOT / PIXEL_RUN / "kept" / "230.npz")
+    policy = problem.policy
+    _, pulls = _unpack(policy.unflatten(np.asarray(params, np.float32)[None])[0][0], 6, policy.channels,
+                       policy.pull_params)
+    centre, half = (a[0] for a in window_columns(pulls, policy.pull_scale))
+    spans = [f"{max(centre[i] - half[i], 0):.0f} to {centre[i] + half[i]:.0f}" for i in range(6)]
+    return seen, [seen[f"keypoint_{i}"] for i in range(6)], spans, meta
+
+
+def _pixel_agent_score():
+    """The shipped pixel agent's record, and the figure shows that agent (its checkpoint's generation)."""
+    shipped = load("pong/agent-pixels.json")
+    _, _, _, meta = _figure()
+    assert shipped["generations"] == meta["generation"] == 230 and shipped["config"]["seed"] == 16
+    e = shipped["eval"]
+    assert (f"+{e['agent_mean']:.1f}", e["episodes"], f"{e['random_mean']:.2f}") == ("+6.4", 20, "-20.15")
+
+
+def _figure_steps():
+    seen, _, _, _ = _figure()
+    assert seen["steps"] == 1500 and seen["seed"] == 5 and seen["figure"] == "docs/pong-windows.png"
+
+
+def _middle_windows():
+    _, kp, spans, _ = _figure()
+    middle = kp[1:5]
+    assert spans[1:5] == ["7 to 14", "15 to 22", "19 to 26", "26 to 33"], spans
+    assert [f"{k['share_present']:.0%}" for k in middle] == ["19%", "11%", "15%", "5%"]
+    assert [f"{k['ball_row_where_present']:.2f}" for k in middle] == ["0.86", "0.93", "0.97", "0.99"]
+    assert [f"{k['ball_col_where_present']:.2f}" for k in middle] == ["0.93", "0.98", "0.98", "0.85"]
+
+
+def _edge_windows():
+    _, kp, spans, _ = _figure()
+    assert (spans[0], spans[5]) == ("0 to 7", "35 to 42"), spans
+    assert (f"{kp[0]['ball_row']:.2f}", f"{kp[0]['opponent_row']:.2f}") == ("0.94", "0.88")
+    assert kp[0]["ball_row"] > kp[0]["opponent_row"]
+    assert f"{kp[5]['paddle_row']:.2f}" == "0.70"
+
 
 CLAIMS: list[Claim] = [
+    Claim("sigma' = [exp(0.05), 2 exp(-0.2)] = [1.0513, 1.6375]`", _snes_example,
+          "the solution's snes_step on the example's inputs"),
+    Claim("normalised to sum to 1, minus `1/n`. So the best member counts most, the weights fall like a logarithm "
+          "down to the middle, and the worse half all get the same `-1/n`: which of two bad members was worse does "
+          "not matter. They sum to 0", _utilities, "the solution's utilities(n) for n = 4, 10, 40 (the notebook: 40)"),
+    Claim("here, `d = 10`, it is 0.34: each update multiplies `sigma_j` by `exp(0.17 * sum_i w_i (s_ij^2 - 1))`",
+          _sigma_step, "the solution's snes_sigma, (3 + log 10) / (5 sqrt 10), and half of it"),
+    Claim("`inputs = [[3, 1.05], [40, 0]]`: feature 0 has mean 2 and standard deviation 1.633 (the square root of "
+          "8/3), feature 1 mean 1 and standard deviation 0, floored to 0.1; so the result is `[[0.6124, 0.5], "
+          "[5, -5]]` (40 gives 23.3 and 0 gives -10, both clipped)", _vbn_example,
+          "the solution's virtual_batch_norm on the example's inputs"),
+    Claim("there floored at $0.1$, then clipped to $[-5, 5]$", _vbn_is_the_pixel_agents,
+          "pong.keypoints' VBN_FLOOR and VBN_CLIP, and PongKeypointsPolicy.normalize against the solution"),
+    Claim("it names a missing floor, the sample standard deviation (`ddof=1`), a missing clip, statistics taken "
+          "over `inputs` instead of `reference`, a floor on the variance instead of the standard deviation, and an "
+          "argument changed in place", _vbn_check_names, "classroom/check.py's virtual_batch_norm"),
+    Claim("It scores +6.4 a game (points won minus points lost) over 20 held-out games, where a random player "
+          "scores -20.15", _pixel_agent_score,
+          "pong/agent-pixels.json (its eval), and the figure's checkpoint is that agent's generation"),
+    Claim("The numbers under the picture are measured on 1,500 steps of that game", _figure_steps,
+          f"{PIXEL_RUN}/figure.json"),
+    Claim("Windows 1 to 4 (columns 7 to 14, 15 to 22, 19 to 26 and 26 to 33) each hold the ball while it crosses "
+          "their stretch of the field, on 19%, 11%, 15% and 5% of the steps; there their rows follow the ball's "
+          "(correlations 0.86, 0.93, 0.97 and 0.99) and so do their columns (0.93, 0.98, 0.98 and 0.85)",
+          _middle_windows, f"{PIXEL_RUN}/figure.json and the windows of its checkpoint kept/230.npz"),
+    Claim("Window 0 (columns 0 to 7) sits at the opponent's paddle, yet over all steps its row follows the ball's "
+          "(0.94) more closely than the opponent's (0.88); window 5 (columns 35 to 42) sits on our paddle (row "
+          "correlation 0.70)", _edge_windows, f"{PIXEL_RUN}/figure.json and the windows of its checkpoint"),
 ]

@@ -1,6 +1,291 @@
 """Sources of the numbers on page 06_locomotion."""
+import subprocess
+from pathlib import Path
+
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
 
+RUN = "solutions/cheetah-run"
+STARTER = Path("/work/.mirror/openai+evolution-strategies-starter/repo/.git")   # commit 951f199, where present
+ARS = Path("/work/.mirror/modestyachts+ARS/repo")                              # commit 4c8e24e, where present
+S = "https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed"
+A = "https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py"
+
+
+def _mirrored(repo: Path, commit: str, path: str) -> list | None:
+    """The lines of ``path`` at ``commit`` in a local mirror of another project, or None where
+    this machine has no mirror (the citation in the text is then what the claim holds)."""
+    if not repo.exists():
+        return None
+    out = subprocess.run(["git", f"--git-dir={repo}", "show", f"{commit}:{path}"], capture_output=True, text=True)
+    return out.stdout.splitlines() if out.returncode == 0 else None
+
+
+def _cites(snippet: str, *citations: str, repo: Path | None = None, commit: str = "", path: str = "",
+           lines: dict | None = None):
+    """A claim about another project: the text carries its citation; where a mirror is at hand,
+    each cited line (1-based) holds the text given for it."""
+    def holds():
+        for c in citations:
+            assert c in snippet, f"the text no longer cites {c!r}"
+        got = _mirrored(repo, commit, path) if repo else None
+        if got is not None:
+            for number, text in (lines or {}).items():
+                assert text in got[number - 1], f"{path} line {number} is {got[number - 1]!r}, not {text!r}"
+    return holds
+
+
+def _cheetah():
+    """gymnasium's HalfCheetah-v5 as installed: (obs_dim, act_dim, low, high, steps an episode)."""
+    import gymnasium as gym
+    env = gym.make("HalfCheetah-v5")
+    out = (env.observation_space.shape[0], env.action_space.shape[0], env.action_space.low, env.action_space.high,
+           env.spec.max_episode_steps)
+    env.close()
+    return out
+
+
+def _task_facts():
+    d, a, low, high, steps = _cheetah()
+    assert (d, a, steps) == (17, 6, 1000) and set(low) == {-1.0} and set(high) == {1.0}
+    from classroom.mujoco_runs import TASKS
+    assert TASKS["halfcheetah"] == ("HalfCheetah-v5", 0.0, 3430.0)
+
+
+def _thresholds():
+    from classroom.mujoco_runs import TASKS
+    from locomotion.plugin import TASKS as ALL
+    assert TASKS["hopper"][2] == ALL["hopper"][2] == 3120 and TASKS["halfcheetah"][2] == ALL["halfcheetah"][2] == 3430
+    assert ALL["swimmer"][2] == 325
+
+
+def _workers_and_params(workers=True, params=True):
+    def holds():
+        from classroom.mujoco_runs import RunConfig
+        from es.policies import MLPPolicy
+        if workers:
+            assert RunConfig().workers == 2
+        if params:
+            assert MLPPolicy(17, 6, ()).num_params == 17 * 6 + 6 == 108
+    return holds
+
+
+def _merge_example():
+    ns = solution("06_locomotion", "merge_stats")
+    states_a, states_b = np.array([[0., 1.], [1., 3.]]), np.array([[2., 2.]])
+    a = (2, states_a.sum(0), (states_a ** 2).sum(0))
+    b = (1, states_b.sum(0), (states_b ** 2).sum(0))
+    assert fmt(a[1], 0) == "[1, 4]" and fmt(a[2], 0) == "[1, 10]" and fmt(b[1], 0) == "[2, 2]" and fmt(b[2], 0) == "[4, 4]"
+    count, total, squares = ns["merge_stats"](a, b)
+    assert count == 3 and fmt(total, 0) == "[3, 6]" and fmt(squares, 0) == "[5, 14]"
+
+
+def _mean_std_example():
+    ns = solution("06_locomotion", "mean_std")
+    mean, std = ns["mean_std"](3, np.array([3., 6.]), np.array([5., 14.]))
+    assert fmt(mean, 0) == "[1, 2]" and fmt(std ** 2, 4) == "[0.6667, 0.6667]" and fmt(std, 4) == "[0.8165, 0.8165]"
+
+
+def _check_tolerances():
+    import inspect
+    from classroom import check
+    assert "rel_error(got, want[key]) <= 1e-12" in source_of(check._RAW["merge_stats"])
+    assert inspect.signature(check._close).parameters["tol"].default == 1e-6
+    assert '_close(got_mean, want["mean"])' in source_of(check._RAW["mean_std"])
+
+
+def _torque_cost():
+    import inspect
+    from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
+    assert inspect.signature(HalfCheetahEnv.__init__).parameters["ctrl_cost_weight"].default == 0.1
+    assert "np.sum(np.square(action))" in source_of(HalfCheetahEnv.control_cost)
+
+
+def _alive_bonus():
+    import inspect
+    import gymnasium as gym
+    from gymnasium.envs.mujoco import ant_v5, humanoid_v5, walker2d_v5
+    from classroom.mujoco_runs import TASKS
+    env = gym.make("Hopper-v5")
+    assert env.unwrapped._healthy_reward == 1.0 and env.spec.max_episode_steps == 1000
+    env.close()
+    for cls in (walker2d_v5.Walker2dEnv, ant_v5.AntEnv, humanoid_v5.HumanoidEnv):
+        assert inspect.signature(cls.__init__).parameters["healthy_reward"].default > 0, cls
+    assert TASKS["hopper"][1] == 1.0
+
+
+def _cheetah_never_falls():
+    import inspect
+    from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
+    from classroom.mujoco_runs import TASKS
+    names = inspect.signature(HalfCheetahEnv.__init__).parameters
+    assert "healthy_reward" not in names and "terminate_when_unhealthy" not in names
+    assert _cheetah()[4] == 1000 and TASKS["halfcheetah"][1] == 0.0
+
+
+def _settings():
+    from classroom.mujoco_runs import RunConfig
+    c = RunConfig()
+    assert (c.population, c.sigma, c.learning_rate, c.workers) == (64, 0.03, 0.01, 2)
+
+
+def _stopping():
+    from classroom import check
+    from classroom.mujoco_runs import HELD_OUT, MARGIN, TASKS, RunConfig
+    threshold = TASKS["halfcheetah"][2]
+    assert (threshold, threshold + MARGIN, MARGIN, HELD_OUT) == (3430, 3450, 20, 1_000_000)
+    assert RunConfig().confirm_episodes == 20
+    assert "rng.integers(2 * HELD_OUT, 2 ** 31 - 1, 20)" in source_of(check._RAW["locomotion_agent"])
+
+
+def _solution_run():
+    from dataclasses import asdict
+    from classroom.mujoco_runs import RunConfig
+    assert load(f"{RUN}/config.json") == asdict(RunConfig())             # these settings, seed 0
+    rows = lines(f"{RUN}/metrics.jsonl")
+    with np.load(ROOT / RUN / "checkpoint.npz") as saved:
+        assert bool(saved["finished"]) and int(saved["t"]) == len(rows) - 1 == 73   # Adam's steps: the updates
+    assert f"{rows[-1]['steps'] / 1e6:.1f}" == "4.8" and f"{rows[-1]['seconds'] / 60:.1f}" == "6.4"
+
+
+def _grader():
+    from statistics import NormalDist
+    from classroom import check
+    from classroom.mujoco_runs import TASKS
+    src = source_of(check._RAW["locomotion_agent"])
+    assert "score + 1.645 * error < threshold" in src and "rng.integers(2 * HELD_OUT, 2 ** 31 - 1, 20)" in src
+    assert f"{NormalDist().inv_cdf(0.95):.3f}" == "1.645"       # one-sided, 5%
+    assert TASKS["halfcheetah"][2] == 3430
+
+
+def _threshold_only():
+    from classroom.mujoco_runs import TASKS
+    assert TASKS["halfcheetah"][2] == 3430
+
+
+def _network_size():
+    from classroom.mujoco_runs import RunConfig
+    from es.policies import MLPPolicy
+    assert MLPPolicy(17, 6, (64, 64)).num_params == 5702 and MLPPolicy(17, 6, ()).num_params == 108
+    assert RunConfig().population == 64
+
+
+def _hopper_threshold():
+    from classroom.mujoco_runs import TASKS
+    assert TASKS["hopper"][2] == 3120
+
+
+def _both(*fns):
+    def holds():
+        for fn in fns:
+            fn()
+    return holds
+
+
+PAPER = "Salimans et al. 2017, arXiv:1703.03864v2, read in its text: section 4.1 (MuJoCo; 'multilayer perceptrons " \
+        "with two 64-unit hidden layers separated by tanh nonlinearities'), 4.2 (Atari), 2.1 ('up to 1,440 parallel " \
+        "workers'; Algorithm 2: workers send scalar returns to every other worker and reconstruct the perturbations " \
+        "from known random seeds)"
+
 CLAIMS: list[Claim] = [
+    Claim("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) and on Atari. "
+          "Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear** policy on **normalized "
+          "observations** learns the robots' tasks with plain random search; their Table 1 counts the episodes each "
+          "method needs to reach a threshold: Swimmer 325, Hopper 3,120, HalfCheetah 3,430.",
+          _both(_cites("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) "
+                       "and on Atari. Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear** "
+                       "policy on **normalized observations** learns the robots' tasks with plain random search; "
+                       "their Table 1", "section 4.1", "arXiv:1803.07055", "Table 1"), _thresholds),
+          PAPER + "; Mania, Guy, Recht 2018, arXiv:1803.07055, Table 1 (episodes to reach Swimmer-v1 325, Hopper-v1 "
+          "3120, HalfCheetah-v1 3430), the thresholds the course's tasks use (classroom/mujoco_runs.py TASKS, "
+          "locomotion/plugin.py TASKS)"),
+    Claim("`HalfCheetah-v5` (a 2D cheetah: 17 observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, "
+          "reward = forward speed less a small cost on the torques) to run past 3,430",
+          _task_facts, "gymnasium's HalfCheetah-v5 as installed (spaces, max_episode_steps); TASKS's threshold"),
+    Claim("plays every member of a generation in 2 worker processes", _workers_and_params(params=False),
+          "RunConfig().workers"),
+    Claim(f"OpenAI's starter code (linked in notebook 00) feeds its MuJoCo policies `clip((obs - mean) / std, -5, 5)` "
+          f"([`951f199:es_distributed/policies.py` line 145]({S}/policies.py#L145))",
+          _cites(f"([`951f199:es_distributed/policies.py` line 145]({S}/policies.py#L145))",
+                 "`951f199:es_distributed/policies.py` line 145", "policies.py#L145", repo=STARTER, commit="951f199", path="es_distributed/policies.py",
+                 lines={145: "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)"}),
+          "openai/evolution-strategies-starter at 951f199, es_distributed/policies.py line 145 (read in git show)"),
+    Claim("Workers do not send the states back (1,000 a member): each member reports three small things, its "
+          "states' **count**, **sum** and **sum of squares** (vectors of 17 floats)",
+          _task_facts, "gymnasium's HalfCheetah-v5 as installed: 1,000 steps an episode, 17 observations"),
+    Claim("* **Example:** `a = (2, [1., 4.], [1., 10.])` (states `[0, 1]`, `[1, 3]`), `b = (1, [2., 2.], "
+          "[4., 4.])` (state `[2, 2]`): `(3, [3., 6.], [5., 14.])`.",
+          _merge_example, "the sums of the listed states, and the solution's merge_stats on them"),
+    Claim("the sums within a relative error of 1e-12", _check_tolerances, "check.merge_stats's source"),
+    Claim("* **Example:** `(3, [3., 6.], [5., 14.])`: `mean = [1, 2]`, `var = [5/3 - 1, 14/3 - 4] = [0.6667, "
+          "0.6667]`, `std = [0.8165, 0.8165]`.", _mean_std_example, "the solution's mean_std"),
+    Claim("**The check:** relative error at most 1e-6", _check_tolerances, "check._close's default tolerance, "
+          "which check.mean_std uses"),
+    Claim("`obs_dim * act_dim + act_dim` numbers (108 for HalfCheetah)", _workers_and_params(workers=False),
+          "es.policies.MLPPolicy(17, 6, ()).num_params"),
+    Claim("the torques cost 0.1 times their sum of squares a step", _torque_cost,
+          "gymnasium's HalfCheetahEnv as installed: ctrl_cost_weight 0.1, control_cost"),
+    Claim("Hopper (and Walker2d, Ant, Humanoid) pays a bonus for every step the robot has not fallen: 1 a step in "
+          "`Hopper-v5`, up to 1,000 an episode.", _alive_bonus,
+          "gymnasium's Hopper-v5 (healthy_reward, max_episode_steps), Walker2d, Ant, Humanoid v5 (healthy_reward)"),
+    Claim(f"a `shift` of 1 a step for Hopper (their code, [`4c8e24e:code/ars.py`]({A}) lines 77 and 399)",
+          _cites(f"(their code, [`4c8e24e:code/ars.py`]({A}) lines 77 and 399)", f"[`4c8e24e:code/ars.py`]({A})",
+                 "lines 77 and 399", repo=ARS, commit="4c8e24e", path="code/ars.py",
+                 lines={77: "total_reward += (reward - shift)", 399: "Hopper-v1, Walker2d-v1, and Ant-v1 use shift = 1"}),
+          "modestyachts/ARS at 4c8e24e0a99cf811030e90680fc29eb94fae8cdd, code/ars.py lines 77 and 399 (read in git show)"),
+    Claim("HalfCheetah has no bonus (it cannot fall: the episode always lasts 1,000 steps), so its shift is 0.",
+          _cheetah_never_falls, "gymnasium's HalfCheetahEnv (no healthy_reward, no termination), TASKS's shift"),
+    Claim("The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step 0.01, one "
+          "episode per member (every member and the center on the same seed in a generation), 2 worker processes.",
+          _settings, "RunConfig's defaults"),
+    Claim("Training stops when the center's episode reaches 3,430 and the center then averages at least 3,450 on 20 "
+          "held-out episodes (seeds from 1,000,000): a margin of 20, because one agent's return varies from episode "
+          "to episode and the grader plays 20 new ones.", _stopping,
+          "classroom.mujoco_runs TASKS, MARGIN, HELD_OUT, RunConfig().confirm_episodes; check.locomotion_agent"),
+    Claim("The solution's run (these settings, seed 0) stopped after 73 updates, 4.8 million steps and 6.4 minutes of "
+          "training", _solution_run, f"{RUN}/config.json, metrics.jsonl (last line), checkpoint.npz (Adam's t)"),
+    Claim("on 20 episodes on seeds it chooses. It passes unless their mean is significantly below 3,430: mean + 1.645 "
+          "standard errors must reach it (a one-sided test at 5%).", _grader,
+          "check.locomotion_agent's source; the normal distribution's 95% quantile"),
+    Claim("failing an agent that runs past 3,430 on the others", _threshold_only, "TASKS's threshold"),
+    Claim(f"([`951f199:es_distributed/es.py` lines 379-381]({S}/es.py#L379-L381)), the master adds them up (line "
+          "216), and every task carries the statistics its episodes use (line 16).",
+          _cites(f"([`951f199:es_distributed/es.py` lines 379-381]({S}/es.py#L379-L381)), the master adds them up "
+                 "(line 216), and every task carries the statistics its episodes use (line 16).",
+                 "`951f199:es_distributed/es.py` lines 379-381", "es.py#L379-L381", "(line 216)", "(line 16)",
+                 repo=STARTER, commit="951f199", path="es_distributed/es.py",
+                 lines={379: "ob_sum=", 380: "ob_sumsq=", 381: "ob_count=", 216: "ob_stat.increment(result.ob_sum",
+                        16: "Task = namedtuple('Task', ['params', 'ob_mean', 'ob_std', 'timestep_limit'])"}),
+          "openai/evolution-strategies-starter at 951f199, es_distributed/es.py lines 16, 216, 379-381"),
+    Claim("The paper's MuJoCo policies are multilayer perceptrons with two hidden layers of 64 `tanh` units (its "
+          "section 4.1): 5,702 parameters for HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), "
+          "against the 108 of your linear policy, which Mania et al. showed is enough for these thresholds. With 64 "
+          "members, ES's gradient estimate in 5,702 dimensions is far coarser than in 108; the paper ran up to 1,440 "
+          "parallel workers (its section 2.1).",
+          _both(_cites("The paper's MuJoCo policies are multilayer perceptrons with two hidden layers of 64 `tanh` "
+                       "units (its section 4.1)", "(its section 4.1)"),
+                _cites("the paper ran up to 1,440 parallel workers (its section 2.1)", "(its section 2.1)"),
+                _network_size),
+          PAPER + "; es.policies.MLPPolicy's num_params; RunConfig().population"),
+    Claim("In the paper's Algorithm 2 (section 2.1), workers exchange only scalar returns",
+          _cites("In the paper's Algorithm 2 (section 2.1), workers exchange only scalar returns", "Algorithm 2",
+                 "(section 2.1)"), PAPER),
+    Claim(f"OpenAI's starter code has a master instead, which sends the parameters with the statistics in every task "
+          f"([`951f199:es_distributed/es.py` line 16]({S}/es.py#L16), lines 173-178); workers send back the indices of "
+          "their noise in a shared table, their returns and their statistics (lines 371-381). This notebook's loop "
+          "sends each of its 2 worker processes their members' parameters, noise included (108 numbers a member)",
+          _both(_cites(f"([`951f199:es_distributed/es.py` line 16]({S}/es.py#L16), lines 173-178); workers send back "
+                       "the indices of their noise in a shared table, their returns and their statistics (lines "
+                       "371-381)", "`951f199:es_distributed/es.py` line 16", "es.py#L16", "lines 173-178",
+                       "(lines 371-381)", repo=STARTER, commit="951f199", path="es_distributed/es.py",
+                       lines={16: "Task = namedtuple('Task', ['params', 'ob_mean', 'ob_std'", 173:
+                              "curr_task_id = master.declare_task(Task(", 174: "params=theta",
+                              175: "ob_mean=ob_stat.mean", 176: "ob_std=ob_stat.std",
+                              371: "worker.push_result(task_id, Result(", 373: "noise_inds_n=np.array(noise_inds)",
+                              374: "returns_n2=np.array(returns", 381: "ob_count=task_ob_stat.count"}),
+                _workers_and_params()),
+          "openai/evolution-strategies-starter at 951f199, es_distributed/es.py lines 16, 173-178, 371-381; "
+          "RunConfig().workers; MLPPolicy(17, 6, ()).num_params"),
+    Claim("the grader's check accepts a Hopper run at 3,120", _hopper_threshold,
+          "TASKS['hopper'], which check.locomotion_agent grades with"),
 ]
