@@ -68,8 +68,10 @@ class Answers:
 
     def __init__(self, references, record: bool = False):
         self.references, self.recorded, self._record, self.context = references, {}, record, None
+        self.asked = 0             # questions asked since verdict began this check
 
     def __call__(self, question: str, *args) -> dict:
+        self.asked += 1
         answer = getattr(self.references, question)(*args)
         if self._record:
             check, seed = self.context
@@ -85,14 +87,15 @@ class Recorded:
     """The answers a release recorded: the same questions in the same order, on the same seeds."""
 
     def __init__(self, data: dict):
-        self.data, self.context, self._next = data, None, 0
+        self.data, self.context, self._next, self.asked = data, None, 0, 0
 
     def __call__(self, question: str, *args) -> dict:
+        self.asked += 1
         check, seed = self.context
         asked = self.data.get(check, {}).get(str(seed), [])
         if not asked:
             raise RuntimeError(f"check.{check}: this release recorded answers for seeds "
-                               f"{', '.join(map(str, self.seeds(check))) or 'none'} only, not {seed}; the grader's "
+                               f"{', '.join(map(str, self.seeds(check) or [])) or 'none'} only, not {seed}; the grader's "
                                "seed is repeated by your instructor (python -m classroom grade ... --input-seed)")
         if self._next >= len(asked) or asked[self._next][:2] != [question, _digest(args)]:
             raise RuntimeError(f"check.{check}: its inputs on seed {seed} are not those this release recorded answers "
@@ -101,7 +104,10 @@ class Recorded:
         return wire.loads(asked[self._next - 1][2])
 
     def seeds(self, name: str):
-        return [int(s) for s in self.data.get(name, {})]
+        """The seeds this release answers check ``name``'s questions on; None for a check that
+        asked none when the release was made (its right answers follow from its inputs alone, so
+        any seed repeats it)."""
+        return [int(s) for s in self.data[name]] if name in self.data else None
 
 
 def _load_answers():
@@ -129,8 +135,11 @@ RELEASE_SEEDS = (11, 22, 33)     # the seeds a student release records answers f
 def verdict(name: str, objs, seed: int, repeatable: bool | None = None) -> None:
     """Run check ``name`` on the student's objects with inputs from ``seed``; raises CheckFailed.
     The message offers ``check.NAME(..., seed=S)`` only where it ``repeatable`` (default: where
-    these answers answer that seed); the grader passes whether a student release can."""
+    these answers answer that seed); the grader passes whether a student release can. A check
+    that failed before asking the answer key anything fails the same way on any seed in a
+    release too: it is always offered."""
     ANSWERS.context = (name, int(seed))
+    ANSWERS.asked = 0
     if isinstance(ANSWERS, Recorded):
         ANSWERS._next = 0
     try:
@@ -139,6 +148,7 @@ def verdict(name: str, objs, seed: int, repeatable: bool | None = None) -> None:
         known = ANSWERS.seeds(name)
         if repeatable is None:
             repeatable = known is None or int(seed) in known
+        repeatable = repeatable or ANSWERS.asked == 0
         how = (f"check.{name}(..., seed={seed}) repeats them" if repeatable else
                "a student release cannot draw them again (its answers cover seeds "
                f"{', '.join(map(str, RELEASE_SEEDS))}); your instructor can, with the feedback's command")
@@ -323,13 +333,14 @@ def _blame_ranks(got, x, want):
 
 @_register("es_gradient", "M1", 2, "00_es_from_scratch")
 def es_gradient(fn, rng):
-    """The ES gradient estimate from noise, weights and sigma, tolerance 1e-5."""
+    """The ES gradient estimate from noise, weights and sigma, tolerance 1e-5; noise and weights
+    left as they were."""
     population, dim = 2 * int(rng.integers(10, 30)), int(rng.integers(3, 12))
     noise = rng.standard_normal((population, dim))
     weights = rng.standard_normal(population)
     sigma = float(rng.uniform(0.02, 0.5))
     want = answers("es_gradient", noise, weights, sigma)["right"]
-    got = _array(_call(fn, noise.copy(), weights.copy(), sigma), (dim,), "es_gradient")
+    got = _array(_call_leaving(fn, ("noise", "weights"), noise.copy(), weights.copy(), sigma), (dim,), "es_gradient")
     if _close(got, want, 1e-5):
         return
     if _close(got, want * sigma, 1e-5):
@@ -372,10 +383,13 @@ def antithetic_noise(fn, rng):
 @_register("adam_update", "M1", 2, "01_cartpole")
 def adam_update(fn, rng):
     """Three Adam ascent steps (betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64;
-    each parameter within lr / 1000 of them."""
+    each parameter within lr / 1000 of them. One parameter's three gradients are small (0.005 to
+    0.02, one sign), so that sqrt(v) is small there and epsilon's place shows on every seed."""
     dim, lr = int(rng.integers(3, 8)), float(rng.uniform(0.01, 0.2))
     theta = rng.standard_normal(dim).astype(np.float32)
-    grads = [rng.standard_normal(dim).astype(np.float32) for _ in range(3)]
+    grads = rng.standard_normal((3, dim))
+    grads[:, rng.integers(dim)] = rng.choice([-1.0, 1.0]) * rng.uniform(0.005, 0.02, 3)
+    grads = [g.astype(np.float32) for g in grads]
     want = answers("adam_update", theta, grads, lr)
     got, state = theta.copy(), None
     for g in grads:
@@ -388,6 +402,9 @@ def adam_update(fn, rng):
         _fail("adam_update: it descends; ES maximises the return, so add the step")
     if near("no_bias_correction"):
         _fail("adam_update: no bias correction; scale by sqrt(1 - beta2**t) / (1 - beta1**t)")
+    if near("epsilon_in_sqrt"):
+        _fail("adam_update: epsilon inside the square root; divide by sqrt(v) + epsilon, as the contract's update "
+              "does (they differ where the gradients are small)")
     _fail(f"adam_update: off by up to {np.max(np.abs(got - want['right'])):.3g} (more than lr / 1000) after three steps")
 
 
@@ -424,7 +441,8 @@ def train_cartpole(fn, rng):
 @_register("member_noise", "M2", 2, "02_parallel")
 def member_noise(fn, rng):
     """Noise of one member, float64 (dim,), from (seed, generation, member) alone, never the
-    global state; different (seed, generation, member) never share noise."""
+    global state; different (seed, generation, member) never share noise: neighbours that a sum,
+    a weighted sum, a product (seed 0, generation 0) or run-together digits would confuse."""
     seed, generation, member = int(rng.integers(2 ** 31)), int(rng.integers(1, 500)), int(rng.integers(1000, 5000))
     dim, g = int(rng.integers(4, 10)), int(rng.integers(2 ** 31))
     reply = _observe(fn, seed, generation, member, dim, global_seed=g, draw_after=True)
@@ -441,19 +459,26 @@ def member_noise(fn, rng):
     if not np.array_equal(a, np.asarray(_call(fn, seed, generation, member, dim))):
         _fail("member_noise: two calls with the same (seed, generation, member) differ")
     seen = {(seed, generation, member): a}
-    # neighbours that sums or weighted sums of the three integers would send to the same seed
-    for ds, dg, dm in ((0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, -1), (1, -1, 0), (0, 0, 100), (0, 1, -100),
-                       (0, 0, 1000), (0, 1, -1000)):
-        key = (seed + ds, generation + dg, member + dm)
+    # neighbours that sums or weighted sums of the three integers would send to the same seed,
+    # then those a product (seed 0, generation 0) or digits run together (1|23 and 12|3) would
+    keys = [(seed + ds, generation + dg, member + dm) for ds, dg, dm in (
+        (0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, -1), (1, -1, 0), (0, 0, 100), (0, 1, -100), (0, 0, 1000),
+        (0, 1, -1000))]
+    keys += [(0, generation, member), (0, generation + 1, member), (seed, 0, member), (seed + 1, 0, member),
+             (seed, 1, 23), (seed, 12, 3)]
+    for key in keys:
         noise = np.asarray(_call(fn, *key, dim))
         for other, was in seen.items():
             if np.allclose(noise, was):
+                pair = f"member_noise: {other} and {key} (seed, generation, member) got the same noise"
+                fix = "give the three integers to default_rng as a list, [seed, generation, member]"
                 if sum(key) == sum(other):
-                    _fail(f"member_noise: {other} and {key} (seed, generation, member) got the same noise: "
-                          "seed + generation + member collide; give the three integers to default_rng as a "
-                          "list, [seed, generation, member]")
-                _fail(f"member_noise: {other} and {key} (seed, generation, member) got the same noise; give the "
-                      "three integers to default_rng as a list, [seed, generation, member]")
+                    _fail(f"{pair}: seed + generation + member collide; {fix}")
+                if 0 in key[:2] and 0 in other[:2]:
+                    _fail(f"{pair}: a product such as seed * generation is 0 whenever seed or generation is 0; {fix}")
+                if "".join(map(str, key)) == "".join(map(str, other)):
+                    _fail(f"{pair}: their digits run together are the same number; {fix}")
+                _fail(f"{pair}; {fix}")
         seen[key] = noise
     elsewhere = _observe(fn, seed, generation, member, dim, elsewhere=True)["value"]
     if not all(np.array_equal(a, np.asarray(e)) for e in elsewhere):
@@ -464,7 +489,8 @@ def member_noise(fn, rng):
 def parallel_returns(fn, evaluate_members, rng):
     """parallel_returns(center, sigma, seed, generation, population, n_jobs) equals
     evaluate_members(center, sigma, seed, generation, 0, population), float64, for populations that
-    are not multiples of n_jobs, with n_jobs chunks evaluated in more than one process."""
+    are not multiples of n_jobs, with n_jobs chunks evaluated in more than one process. (The n_jobs
+    given to joblib.Parallel is not seen: with n_jobs chunks, at most n_jobs run at once anyway.)"""
     center = (rng.standard_normal(10) * 0.1).astype(np.float32)
     sigma, seed, generation = float(rng.uniform(0.2, 0.6)), int(rng.integers(2 ** 31)), int(rng.integers(100))
     for n_jobs in (3, 2):
@@ -518,11 +544,14 @@ def _blame_chunks(got, want, chunks, population, n_jobs):
 # ---------------------------------------------------------------- milestone 3 (03)
 @_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result")
 def result_codec(encode_result, decode_result, rng):
-    """Round trip of (generation, first, returns, lengths) through bytes, exact, no pickle;
-    decode_result returns a dict with keys generation, first, returns, lengths."""
+    """Round trip of (generation, first, returns, lengths) through bytes, exact, no pickle, with
+    integers up to 2**32 - 1; decode_result returns a dict with keys generation, first, returns,
+    lengths; the payload's bytes are exactly the course's layout."""
     count = int(rng.integers(20, 60))
-    generation, first = int(rng.integers(2 ** 31)), int(rng.integers(2 ** 31))
+    generation, first = int(rng.integers(2 ** 32)), int(rng.integers(2 ** 32))
     returns, lengths = rng.standard_normal(count) * 100, rng.integers(0, 10_000, count)
+    lengths[rng.integers(count)] = rng.integers(2 ** 31, 2 ** 32)      # past int32: only uint32 holds it
+    want = answers("result_codec", generation, first, returns, lengths)
     payload = _call(encode_result, generation, first, returns, lengths)
     if not isinstance(payload, (bytes, bytearray)):
         _fail(f"encode_result: must return bytes, got {type(payload).__name__}")
@@ -544,30 +573,33 @@ def result_codec(encode_result, decode_result, rng):
             _fail("encode_result: returns lose bits (float32?); send float64 so the run stays bit-identical")
         _fail("decode_result: returns came back different")
     if not np.array_equal(np.asarray(out["lengths"]), lengths):
-        _fail("decode_result: lengths came back different")
+        _fail("decode_result: lengths came back different (a length may be up to 2**32 - 1: uint32)")
     if not all(isinstance(out[k], (int, np.integer)) and not isinstance(out[k], bool) for k in ("generation", "first")):
         _fail(f"decode_result: generation and first came back as {type(out['generation']).__name__} and "
-              f"{type(out['first']).__name__}; the contract says ints")
+              f"{type(out['first']).__name__}; the contract says integers")
     _dtype(out["returns"], np.float64, "decode_result returns")
     if not (isinstance(out["lengths"], np.ndarray) and out["lengths"].dtype.kind in "iu"):
         _fail(f"decode_result lengths: returned {getattr(out['lengths'], 'dtype', type(out['lengths']).__name__)}, "
               "the contract says an integer array")
-    if len(payload) > 64 + 16 * count:
-        _fail(f"encode_result: {len(payload)} bytes for {count} members; aim for ~12 bytes per member plus a header")
+    if hashlib.sha256(bytes(payload)).hexdigest() != want["right"]:
+        _fail(f"encode_result: {len(payload)} bytes for {count} members, not the course's layout: little-endian "
+              "('<III', '<f8', '<u4'), three uint32 (generation, first, count), the returns as float64, the "
+              "lengths as uint32")
 
 
 @_register("chunks_to_requeue", "M3", 2, "03_redis")
 def chunks_to_requeue(fn, rng):
     """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
     the course's Redis master decides (es.distributed)."""
-    lease, now = float(rng.uniform(3, 30)), float(rng.uniform(1e3, 1e6))
+    # eighths of a second: now - (now - lease) is exactly lease, so the boundary is exact
+    lease, now = int(rng.integers(24, 240)) / 8, int(rng.integers(8e3, 8e6)) / 8
     old = lambda: now - lease * float(rng.uniform(1.5, 5))       # noqa: E731
-    names = [f"chunk{int(i)}" for i in rng.choice(1000, 5, replace=False)]
-    alive, dead, waiting, young, orphan = names
+    names = [f"chunk{int(i)}" for i in rng.choice(1000, 7, replace=False)]
+    alive, dead, waiting, young, orphan, edge_queued, edge_lease = names
     queued_at = {alive: old(), dead: old(), waiting: old(), young: now - lease * float(rng.uniform(0.05, 0.5)),
-                 orphan: old()}
+                 orphan: old(), edge_queued: now - lease, edge_lease: old()}
     in_queue = {waiting}
-    leases = {alive: now - lease * float(rng.uniform(0.05, 0.5)), dead: old()}
+    leases = {alive: now - lease * float(rng.uniform(0.05, 0.5)), dead: old(), edge_lease: now - lease}
     want = set(answers("chunks_to_requeue", queued_at, sorted(in_queue), leases, now, lease)["right"])
     got = _call(fn, dict(queued_at), set(in_queue), dict(leases), now, lease)
     if not isinstance(got, (set, frozenset)):
@@ -587,6 +619,12 @@ def chunks_to_requeue(fn, rng):
     if orphan not in got:
         _fail(f"chunks_to_requeue: {orphan!r} left the queue long ago and has no lease; its worker died before "
               "writing one, hand it out again")
+    if edge_queued not in got:
+        _fail(f"chunks_to_requeue: {edge_queued!r} was queued exactly lease_seconds ago and has no lease; at least "
+              "lease_seconds (>=) counts, hand it out again")
+    if edge_lease not in got:
+        _fail(f"chunks_to_requeue: {edge_lease!r}'s lease is exactly lease_seconds old; at least lease_seconds (>=) "
+              "counts, hand it out again")
     _fail(f"chunks_to_requeue: expected {sorted(want)}, got {sorted(got)}")
 
 
@@ -594,8 +632,8 @@ def chunks_to_requeue(fn, rng):
 def gather(fn, rng):
     """gather(url, generation, bounds, lease_seconds, timeout) -> (returns, lengths), run with the
     course's decode_result and chunks_to_requeue, against
-    classroom.redis_workers.FaultyWorkers on a real Redis: a stale result, an unknown chunk, a
-    worker that dies holding a lease, one that dies before writing it, a duplicate result and
+    classroom.redis_workers.FaultyWorkers on a real Redis: a stale result, a result for a chunk not
+    in bounds that overlaps a real one, a worker that dies holding a lease, one that dies before writing it, a duplicate result and
     a slow worker that is alive. The returns must be exact (float64 returns, int64 lengths), each
     lost chunk handed out again, and the live one never. Then, on a chunk nobody takes, it must
     give up with a TimeoutError after its timeout."""
@@ -657,10 +695,15 @@ def gather(fn, rng):
             _fail(f"gather: called with timeout={_GIVE_UP[0]:g} on a chunk whose job nobody takes, {late}; raise "
                   "TimeoutError once timeout seconds have passed without all results")
         return
-    a, b = workers.bounds[0]
+    a, b = workers.bounds[workers.stale]
     if np.array_equal(got[a:b], workers.returns[a:b] + 1000.0):
         _fail(f"gather: a result of generation {workers.generation - 1} (an earlier one) entered chunk {a}:{b}; drop "
               "results whose generation is not the one being gathered")
+    a, b = map(int, workers.chunk_of("overlap").split(":"))
+    if np.array_equal(got[a:b], workers.returns[a:b] + 500.0):
+        _fail(f"gather: a result for chunk {workers.unknown[0]}:{workers.unknown[1]}, which is not in bounds, entered "
+              f"members {a} to {b - 1} after chunk {a}:{b}'s own result; drop results whose chunk "
+              'f"{first}:{first + count}" is not in bounds')
     a, b = map(int, workers.chunk_of("duplicate").split(":"))
     if np.array_equal(got[a:b], workers.returns[a:b] - 7.0):
         _fail(f"gather: chunk {a}:{b}'s second result replaced its first; once a chunk is in, drop its duplicates")
@@ -720,9 +763,10 @@ def seeds_only_update(fn, rng):
     (float32): 12 generations of it in the notebook's process (the master) and in 3 worker
     processes that get the generation-0 center once and then only each generation's returns
     (chunks of unequal sizes, in member order). Every worker must end each generation
-    bit-identical to the master, and the master within 1e-5 (relative) of notebook 03's
-    es_update: mirrored pair noise rebuilt from (seed, generation, pair), z-scores of the whole
-    population, one SGD step. The returns are drawn by the check, not played: what is tested is
+    bit-identical to the master, and the master bit-identical to notebook 03's es_update:
+    mirrored pair noise rebuilt from (seed, generation, pair), z-scores of the whole population,
+    one SGD step in float64, the center cast to float32. (Within 1e-5, not bit for bit: the
+    message says so.) The returns are drawn by the check, not played: what is tested is
     that the update needs nothing else."""
     dim, population, generations = int(rng.integers(5, 12)), 2 * int(rng.integers(8, 14)), 12
     seed, sigma, lr = int(rng.integers(2 ** 31)), float(rng.uniform(0.05, 0.3)), float(rng.uniform(0.05, 0.5))
@@ -765,6 +809,13 @@ def seeds_only_update(fn, rng):
               "course's update; rebuild each pair's noise, mirror it, z-score all returns, step by "
               "lr * noise.T @ z / (population * sigma), and return float32")
     _dtype(reply["value"], np.float32, "update_from_returns (the next center)")
+    inexact = np.flatnonzero(np.any(master != want["right"], axis=1))
+    if len(inexact):
+        g = int(inexact[0])
+        _fail(f"update_from_returns: generation {g}'s center is {off('right')[g]:.2g} (relative) from the course's "
+              "update: close, but not bit for bit as section 4's es_update computes it. Compute the z-scores "
+              "with returns.std() + 1e-8 and the step in float64, add it to the float32 center, cast to float32 "
+              "once at the end")
     for i, run in enumerate(reply.get("workers") or []):
         if isinstance(run, str):
             _fail(f"update_from_returns: worker process {i + 1} raised {run}")
@@ -786,7 +837,8 @@ def noise_table(make_noise_table, generation_offsets, table_noise, rng):
     size, dtype=np.float32); generation_offsets(seed, generation, pairs, size, dim) -> ints
     (pairs,), exactly default_rng([seed, generation]).integers(0, size - dim + 1, pairs);
     table_noise(table, offsets, member, dim) -> float32 (dim,), exactly sign * table[o:o + dim]
-    with o = offsets[member // 2] and the sign +1 for an even member, -1 for an odd one."""
+    with o = offsets[member // 2] and the sign +1 for an even member, -1 for an odd one, the table
+    and the offsets left as they were."""
     seed, size = int(rng.integers(2 ** 31)), int(rng.integers(2000, 5000))
     want = answers("noise_table", seed, size)
     raw = np.asarray(_call(make_noise_table, seed, size))
@@ -827,7 +879,7 @@ def noise_table(make_noise_table, generation_offsets, table_noise, rng):
         _fail(f"generation_offsets: returned {kind}; the offsets are ints (slice bounds), what integers(...) draws")
     right = np.asarray(offsets["right"])
     for member in range(2 * pairs):
-        got = np.asarray(_call(table_noise, table.copy(), right.copy(), member, dim))
+        got = np.asarray(_call_leaving(table_noise, ("table", "offsets"), table.copy(), right.copy(), member, dim))
         k, sign = member // 2, 1 - 2 * (member % 2)
         want_noise = sign * table[right[k]:right[k] + dim]
         if got.shape == want_noise.shape and np.array_equal(got, want_noise):
@@ -859,16 +911,16 @@ def downsample(fn, rng):
     many means are exactly halves."""
     k = int(rng.integers(2, 4))
     frames = rng.integers(0, 256, (k, 210, 160)).astype(np.uint8)
-    while True:                             # a frame with at least three means that are exactly a half
-        tie = rng.integers(0, 256, (1, 210, 160)).astype(np.uint8)
-        if answers("downsample_halves", tie)["halves"] >= 3:
+    while True:      # 3 frames of gray levels 0, 10, ..., 250: about 130 means exactly a half (random ones: 4 a frame)
+        ties = (rng.integers(0, 26, (3, 210, 160)) * 10).astype(np.uint8)
+        if answers("downsample_halves", ties)["halves"] >= 100:
             break
-    frames = np.concatenate([frames, tie])
+    frames = np.concatenate([frames, ties])
     want = answers("downsample", frames)
     raw = np.asarray(_call(fn, frames.copy()))
     if raw.shape == (42, 42):
         _fail("downsample: it returned one frame; it takes a batch (k, 210, 160) and returns (k, 42, 42)")
-    got = _array(raw, (k + 1, 42, 42), "downsample")
+    got = _array(raw, (k + 3, 42, 42), "downsample")
     if raw.dtype != np.uint8:
         if got.max() <= 1.0 + 1e-6 and np.max(np.abs(got * 255 - want["right"])) <= 0.51:
             _fail(f"downsample: returns {raw.dtype} in [0, 1]; return the uint8 gray levels (0..255) the games "
@@ -883,7 +935,7 @@ def downsample(fn, rng):
         _fail("downsample: the means are truncated (astype(np.uint8) cuts 17.9 to 17); round to the nearest "
               "integer first, halves to even (np.rint)")
     off = np.abs(got - want["right"].astype(np.float64))
-    at_halves = want["right"] != want["half_up"]          # where the exact mean is a half
+    at_halves = want["halves"]                            # where the exact mean is a half (N % 800 == 400)
     if off.max() <= 1 and not (off[~at_halves] > 0).any():
         _fail(f"downsample: {int((off > 0).sum())} gray levels differ by 1, all where a mean is exactly a half: a "
               "rounding difference (floating point lands on either side of .5, or halves were rounded up). Compute "
@@ -918,10 +970,14 @@ def stack_frames(fn, rng):
     _fail("stack_frames: expected each stack's last three frames, then its new frame")
 
 
+FLOAT16 = ("batched_policy: its actions are those of logits computed in float16, which cannot tell apart two logits "
+           "near 512 that differ by 1/64; compute in the inputs' float32 (or float64)")
+
+
 @_register("batched_policy", "M4", 1, "04_pong")
 def batched_policy(fn, rng):
     """batched_policy(W (P, F, 3), b (P, 3), features (P, F)) -> actions (P,), member p with
-    W[p] and b[p], with no Python loop over members."""
+    W[p] and b[p], ties to the lowest index, with no Python loop over members."""
     def draw(members):
         while True:       # inputs where the bias and each member's own weights change actions
             W, x = rng.standard_normal((members, features, 3)), rng.standard_normal((members, features))
@@ -929,6 +985,18 @@ def batched_policy(fn, rng):
             want = answers("batched_policy", W, b, x)
             if (want["right"] != want["no_bias"]).mean() > 0.3 and (want["right"] != want["member_0"]).mean() > 0.3:
                 return W, b, x, want
+
+    def tied(members):    # float32 inputs, small integers: every logit exact, whatever the order of the sums
+        x = rng.integers(-3, 4, (members, features)).astype(np.float32)
+        W = rng.integers(-3, 4, (members, features, 3)).astype(np.float32)
+        b = rng.integers(504, 521, (members, 3)).astype(np.float32)
+        for p in range(members):      # two actions i < j tie on top, or all three, or j leads by 1/64
+            i, j = sorted(rng.choice(3, 2, replace=False))
+            W[p, :, j], b[p, j], b[p, 3 - i - j] = W[p, :, i], b[p, i] + (p % 3 == 2) / 64, b[p, i] - 500
+            if p % 3 == 1:
+                W[p], b[p] = W[p, :, i:i + 1], b[p, i]
+        return W, b, x
+
     members, features = int(rng.integers(20, 40)), int(rng.integers(8, 24))
     W, b, x, want = draw(members)
     got = np.asarray(_call(fn, W, b, x))
@@ -941,8 +1009,21 @@ def batched_policy(fn, rng):
             _fail("batched_policy: it ignores the bias b; logits are features @ W[p] + b[p]")
         if np.array_equal(got, want["member_0"]):
             _fail("batched_policy: every member used member 0's weights; member p must use W[p], b[p]")
+        if np.array_equal(got, want["float16"]):
+            _fail(FLOAT16)
         _fail(f"batched_policy: {int((got != want['right']).sum())} of {members} actions differ from the argmax of "
               "member p's logits")
+    W, b, x = tied(members)
+    want = answers("batched_policy", W, b, x)
+    got = _array(np.asarray(_call(fn, W, b, x)), (members,), "batched_policy", np.int64)
+    if not np.array_equal(got, want["right"]):
+        if np.array_equal(got, want["ties_high"]):
+            _fail("batched_policy: where logits tie, it picks the highest index; ties go to the lowest, as np.argmax "
+                  "does")
+        if np.array_equal(got, want["float16"]):
+            _fail(FLOAT16)
+        _fail(f"batched_policy: {int((got != want['right']).sum())} of {members} actions differ from the argmax of "
+              "member p's logits, on float32 inputs where logits tie (ties go to the lowest index) or lie 1/64 apart")
     lines = [_observe(fn, *draw(m)[:3], count_lines=True)["lines"] for m in (8, 64)]
     if lines[1] - lines[0] >= 56:
         _fail(f"batched_policy: it loops over the members in Python ({lines[0]} lines run for 8 members, "
@@ -1037,7 +1118,7 @@ def pong_agent(run_dir, student_id, rng):
     if not result.beats_random:
         _fail(f"pong_agent: your run replays, but its agent does not beat random yet: {result}; train on "
               "(re-running the training cell resumes the run)")
-    print(f"pong_agent: the run replays ({replay.generations} generations, {len(replay.episodes)} games played "
+    print(f"pong_agent: the run replays ({replay.generations} updates, {len(replay.episodes)} games played "
           f"again, {replay.seconds:.0f} s); {result}")
 
 
@@ -1158,15 +1239,18 @@ def pong_speed(downsample, stack_frames, batched_policy) -> dict:
 @_register("snes_step", "extras", 3, "05_extras")
 def snes_step(fn, rng):
     """Separable NES: the mean moves along sigma * sum_i w_i s_i, sigma is scaled by
-    exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1))."""
+    exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1)); both float64, new arrays (the arguments left as
+    they were)."""
     dim, population = int(rng.integers(3, 9)), int(rng.integers(8, 20))
     mu, sigma = rng.standard_normal(dim), np.abs(rng.standard_normal(dim)) + 0.1
     s, w = rng.standard_normal((population, dim)), rng.standard_normal(population)
     lr_mu, lr_sigma = float(rng.uniform(0.2, 1.0)), float(rng.uniform(0.05, 0.3))
     want = answers("snes_step", mu, sigma, s, w, lr_mu, lr_sigma)
-    out = _call(fn, mu.copy(), sigma.copy(), s.copy(), w.copy(), lr_mu, lr_sigma)
+    out = _call_leaving(fn, ("mu", "sigma", "s", "w"), mu.copy(), sigma.copy(), s.copy(), w.copy(), lr_mu, lr_sigma)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         _fail("snes_step: return the pair (mu, sigma)")
+    _dtype(out[0], np.float64, "snes_step (the new mu)")
+    _dtype(out[1], np.float64, "snes_step (the new sigma)")
     got_mu, got_sigma = (_array(v, (dim,), "snes_step") for v in out)
     if not _close(got_mu, want["mu"]):
         if _close(got_mu, want["mu_without_sigma"]):
@@ -1230,9 +1314,9 @@ def _stats_out(out, d, what):
 @_register("merge_stats", "extras", 2, "06_locomotion")
 def merge_stats(fn, rng):
     """merge_stats((count, total, squares), (count, total, squares)) -> (count, total, squares):
-    counts, sums and sums of squares add, into new arrays (a and b left as they were). The count
-    exact, the sums within 1e-12 relative error, for two workers that saw very different numbers
-    of states, then for a third merged in."""
+    counts, sums and sums of squares add, into new float64 arrays (a and b left as they were).
+    The count exact, the sums within 1e-12 relative error, for two workers that saw very
+    different numbers of states, then for a third merged in."""
     d = int(rng.integers(5, 18))
 
     def stats(n):
@@ -1245,13 +1329,15 @@ def merge_stats(fn, rng):
         if first is None:        # a third worker merged into the right merge of the first two
             first = [want["count"], want["total"], want["squares"]]
         want = answers("merge_stats", first, second)
-        count, total, squares = _stats_out(_call_leaving(fn, ("a", "b"), tuple(first), tuple(second)), d,
-                                           "merge_stats")
+        out = _call_leaving(fn, ("a", "b"), tuple(first), tuple(second))
+        count, total, squares = _stats_out(out, d, "merge_stats")
         if count != want["count"]:
             if count in (first[0], second[0]):
                 _fail(f"merge_stats: the count is {count}, one worker's; forgot to add the counts "
                       f"({first[0]} + {second[0]} = {want['count']} states in all)")
             _fail(f"merge_stats: the count is {count}, expected {first[0]} + {second[0]} = {want['count']}")
+        _dtype(out[1], np.float64, "merge_stats's total")
+        _dtype(out[2], np.float64, "merge_stats's squares")
         for got, key, name in ((total, "total", "sums"), (squares, "squares", "sums of squares")):
             if rel_error(got, want[key]) <= 1e-12:
                 continue
@@ -1318,7 +1404,8 @@ def linear_policy(fn, rng):
     """linear_policy(params (k, d*a + a) float32, obs (k, d), mean, std, low, high) -> (k, a):
     low + (tanh(clip((obs - mean) / std, -5, 5) @ W_k + b_k) + 1) / 2 * (high - low), W_k row
     k's first d*a numbers as (d, a) row by row, then b_k; within 1e-5 * (high - low) of the
-    course's, and no Python loop over rows."""
+    course's; and the Python lines it runs (outside installed packages) do not grow with the rows:
+    a `for` loop or a comprehension over rows fails."""
     d, a = int(rng.integers(3, 12)), int(rng.integers(2, 6))
 
     def draw(k):

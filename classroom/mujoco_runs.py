@@ -12,8 +12,10 @@ rank, as ``es.shaping.centered_ranks`` has them), then Adam; the noise is mirror
 ``(seed, generation)``.
 
 Files in ``run_dir`` (what ``check.locomotion_agent`` grades): ``config.json`` (the task and
-settings), ``metrics.jsonl`` (a line per generation), ``checkpoint.npz`` (the center and the
-frozen mean and std it plays with, the merged statistics, Adam's state: re-running resumes).
+settings), ``metrics.jsonl`` (a line per generation; its scores, ``center_score``, ``pop_mean``
+and ``pop_max``, are gymnasium's own returns: the alive bonus that training shifts out is
+added back), ``checkpoint.npz`` (the center and the frozen mean and std it plays with, the
+merged statistics, Adam's state: re-running resumes).
 """
 from __future__ import annotations
 
@@ -193,7 +195,8 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
             returns, lengths, sums, squares = (np.concatenate(x) for x in zip(*parts))
             for i in range(n):                                 # member order: the same for any workers
                 stats = code.merge_stats(stats, (int(lengths[i]), sums[i], squares[i]))
-            score = float(returns[n] + shift * lengths[n])      # gymnasium's own return (bonus added back)
+            scores = returns + shift * lengths                  # gymnasium's own returns (the bonus added back)
+            score = float(scores[n])
             confirmed = None
             if score >= threshold:                              # reached: confirm on held-out episodes
                 held = HELD_OUT + config.confirm_episodes * generation + np.arange(config.confirm_episodes)
@@ -204,8 +207,8 @@ def train(code: StudentCode, run_dir, config: RunConfig = RunConfig(), progress=
                 center, m, v, t = _update(center, noise, returns[:n], m, v, t, config.sigma, config.learning_rate)
             steps += int(lengths.sum())
             seconds += time.perf_counter() - t0
-            row = {"generation": generation, "center_score": score, "pop_mean": float(returns[:n].mean()),
-                   "pop_max": float(returns[:n].max()), "steps": steps, "seconds": round(seconds, 2)}
+            row = {"generation": generation, "center_score": score, "pop_mean": float(scores[:n].mean()),
+                   "pop_max": float(scores[:n].max()), "steps": steps, "seconds": round(seconds, 2)}
             if confirmed is not None:
                 row["confirmed"] = confirmed
             generation += 1

@@ -9,11 +9,13 @@ The course protocol (``es.distributed.protocol`` without run ids, nonces, digest
   lengths)`` onto ``es:results`` and deletes its lease.
 
 ``FaultyWorkers`` serves a gather the way a real cluster fails it: before the gather starts,
-a result of the previous generation and one for a chunk that does not exist are waiting,
-and the workers only start taking jobs after 1.5 leases (so a master that ignores what is
-still queued hands it out twice); one worker dies holding a chunk after writing one lease; one dies before writing any; one
-chunk's result arrives twice, the second copy with different numbers; another chunk's worker
-is slow but alive and keeps renewing its lease. A chunk handed out again is taken at once by
+a result of the previous generation (for a chunk no worker fails) is waiting, and the workers
+only start taking jobs after 1.5 leases (so a master that ignores what is still queued hands
+it out twice); one worker dies holding a chunk after writing one lease; one dies before
+writing any; one chunk's result arrives twice, the second copy with different numbers;
+another chunk's worker is slow but alive and keeps renewing its lease; right after one more
+chunk's result comes a result for a chunk not in the bounds that overlaps it (members inside
+the population, so that a master that stores it overwrites real results). A chunk handed out again is taken at once by
 an idle worker that writes its lease only ``LATE_LEASE`` leases after taking it (a real
 worker's moment between BLPOP and HSET, stretched): a master that keeps a requeued chunk's old
 queue time sees it lost again at once and pushes it over and over. Every member's true return
@@ -57,7 +59,10 @@ class FaultyWorkers:
         picks = rng.permutation(len(self.bounds))
         # chunk index -> fault; the others are answered at once
         self.fault = {int(picks[0]): "dies_with_lease", int(picks[1]): "dies_without_lease",
-                      int(picks[2]): "duplicate", int(picks[3]): "slow"}
+                      int(picks[2]): "duplicate", int(picks[3]): "slow", int(picks[5]): "overlap"}
+        self.stale = int(picks[4])       # its chunk, answered at once, has a leftover of the last generation
+        a, b = self.bounds[int(picks[5])]
+        self.unknown = (a, b + 1) if b < population else (a - 1, b)    # overlaps the "overlap" chunk: not in bounds
         self.handed_out = {name(a, b): 0 for a, b in self.bounds}
         # What the master did wrong, as the workers saw it. A chunk requeued between its result
         # and the master reading that result is a harmless duplicate, and is not counted.
@@ -72,10 +77,9 @@ class FaultyWorkers:
     def start(self) -> "FaultyWorkers":
         r = self.r
         r.delete(JOBS, RESULTS, LEASES)
-        a, b = self.bounds[0]
+        a, b = self.bounds[self.stale]
         stale = self.returns[a:b] + 1000.0
         r.rpush(RESULTS, self.encode(self.generation - 1, a, stale, self.lengths[a:b]))   # a leftover
-        r.rpush(RESULTS, self.encode(self.generation, 1_000_000, [1.0], [1]))             # no such chunk
         r.rpush(JOBS, *[json.dumps({"g": self.generation, "a": a, "b": b}) for a, b in self.bounds])
         if self.monitor_url:
             ready = threading.Event()
@@ -124,7 +128,7 @@ class FaultyWorkers:
                 self.queued_twice.add(chunk)       # pushed again while a copy still waited
             # live: its lease was written as it left the queue (a late lease is a moment where
             # the chunk rightly looks lost, and a copy handed out then is not a fault)
-            self.working[chunk] = fault is None or fault in ("slow", "duplicate")
+            self.working[chunk] = fault is None or fault in ("slow", "duplicate", "overlap")
             return a, b, fault
 
     def _monitor(self, ready: threading.Event):
@@ -187,6 +191,9 @@ class FaultyWorkers:
                 self.working[name(a, b)] = False
                 if fault == "duplicate":     # the same chunk again, from a worker that thought it was lost
                     self._answer(a, b, self.returns[a:b] - 7.0)
+                if fault == "overlap":       # then a chunk that is not in bounds, over this one's members
+                    u, v = self.unknown
+                    r.rpush(RESULTS, self.encode(self.generation, u, self.returns[u:v] + 500.0, self.lengths[u:v]))
         except Exception as exc:   # the server went away at the end of the check
             if not self._stop.is_set():
                 self.errors.append(f"{exc.__class__.__name__}: {exc}")

@@ -37,17 +37,19 @@ def es_gradient(noise, weights, sigma) -> dict:
 
 def adam_update(theta, grads, lr) -> dict:
     """Three Adam ascent steps from ``theta`` (betas 0.9, 0.999, epsilon 1e-8, bias correction),
-    and the two mistakes the check names: descent, and no bias correction."""
-    def adam(correct, sign=1.0):
+    and the three mistakes the check names: descent, no bias correction, epsilon inside the
+    square root."""
+    def adam(correct, sign=1.0, inside=False):
         m = v = np.zeros(len(theta))
         x = np.asarray(theta, dtype=np.float64)
         for t, g in enumerate(grads, 1):
             g = np.asarray(g, dtype=np.float64)
             m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g ** 2
             a = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) if correct else lr
-            x = x + sign * a * m / (np.sqrt(v) + 1e-8)
+            x = x + sign * a * m / (np.sqrt(v + 1e-8) if inside else np.sqrt(v) + 1e-8)
         return x
-    return {"right": adam(True), "descends": adam(True, -1.0), "no_bias_correction": adam(False)}
+    return {"right": adam(True), "descends": adam(True, -1.0), "no_bias_correction": adam(False),
+            "epsilon_in_sqrt": adam(True, inside=True)}
 
 
 def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
@@ -55,12 +57,12 @@ def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
 
 
 def downsample(frames) -> dict:
-    """The right frames and the named mistakes' frames: transposed, exact halves rounded up
-    instead of to even, and (as a digest) means truncated instead of rounded."""
+    """The right frames, the named mistakes' frames (transposed; as a digest, means truncated
+    instead of rounded), and ``halves``: where the exact mean is a half (N % 800 == 400)."""
     right = downsample_batch(np.asarray(frames, dtype=np.uint8))
     n = _sums(frames).reshape(right.shape)
     return {"right": right, "transposed": right.transpose(0, 2, 1), "truncated": uint8_digest((n // 800).astype(np.uint8)),
-            "half_up": ((n + 400) // 800).astype(np.uint8)}
+            "halves": n % 800 == 400}
 
 
 def downsample_halves(frames) -> dict:
@@ -91,9 +93,13 @@ def uint8_digest(a) -> str:
 
 
 def batched_policy(w, b, x) -> dict:
+    """The right actions (ties to the lowest index) and the named mistakes': no bias, member 0's
+    weights for all, ties to the highest index, and logits computed in float16."""
     logits = np.einsum("pf,pfa->pa", x, w)
+    half = np.einsum("pf,pfa->pa", np.asarray(x, np.float16), np.asarray(w, np.float16)) + np.asarray(b, np.float16)
     return {"right": (logits + b).argmax(axis=1), "no_bias": logits.argmax(axis=1),
-            "member_0": (x @ w[0] + b[0]).argmax(axis=1)}
+            "member_0": (x @ w[0] + b[0]).argmax(axis=1), "ties_high": 2 - (logits + b)[:, ::-1].argmax(axis=1),
+            "float16": half.argmax(axis=1)}
 
 
 def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
@@ -207,6 +213,11 @@ def result_payload(generation, first, returns, lengths) -> bytes:
     return struct.pack("<III", generation, first, len(returns)) + returns.tobytes() + lengths.tobytes()
 
 
+def result_codec(generation, first, returns, lengths) -> dict:
+    """The digest of notebook 03's payload for these inputs: its bytes, exactly."""
+    return {"right": hashlib.sha256(result_payload(generation, first, returns, lengths)).hexdigest()}
+
+
 def decode_payload(payload) -> dict:
     generation, first, count = struct.unpack_from("<III", payload)
     returns = np.frombuffer(payload, "<f8", count, 12).astype(np.float64)
@@ -288,6 +299,7 @@ SOLUTIONS = {
     "centered_ranks": [lambda x: centered_ranks(x)["right"]],
     "es_gradient": [lambda noise, w, sigma: es_gradient(noise, w, sigma)["right"]],
     "adam_update": [_adam_step],
+    "result_codec": [result_payload, decode_payload],
     "chunks_to_requeue": [lambda q, i, leases, now, lease: set(chunks_to_requeue(q, sorted(i), leases, now, lease)["right"])],
     "downsample": [downsample_batch],
     "stack_frames": [stack_batch],

@@ -87,7 +87,7 @@ pip install -r requirements.txt
 jupyter lab
 ```
 
-Each gap says `YOUR CODE HERE`, and the text above it states the function's contract; the
+Each gap says `YOUR CODE HERE`, and the text above it states the function's contract; a
 cell after it runs a check (`check.NAME(...)`) that prints `OK ...` or says which mistake its
 numbers point to, and how to repeat it. The folders `es/`, `pong/` and `classroom/`
 are the support code the notebooks import: leave them as they are (the grader uses its own

@@ -37,6 +37,8 @@ def _enc(v):
         return {"__bytes__": base64.b64encode(bytes(v)).decode()}
     if isinstance(v, np.ndarray):
         a = np.ascontiguousarray(v)
+        if not a.dtype.isnative:          # a big-endian array: send its values, in the order the bytes are read
+            a = a.astype(a.dtype.newbyteorder("="))
         if a.dtype.name not in _DTYPES:
             raise TypeError(f"cannot send an array of dtype {a.dtype}")
         return {"__nd__": a.dtype.name, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}

@@ -4,14 +4,13 @@
 # ES needs no backpropagation: perturb the parameters with Gaussian noise, see which
 # perturbations scored better, and move towards them. This notebook derives the gradient
 # estimate ES uses, builds its two pieces (fitness shaping and the estimate) and watches them
-# climb a quadratic. The course follows three sources, linked here once:
+# climb a quadratic. The course follows three sources:
 #
 # * **the paper**: Salimans, Ho, Chen, Sidor and Sutskever (2017), *Evolution Strategies as a
 #   Scalable Alternative to Reinforcement Learning*,
 #   [arxiv.org/abs/1703.03864](https://arxiv.org/abs/1703.03864);
 # * **the blog post**: OpenAI's post on the paper (March 2017),
-#   [openai.com/index/evolution-strategies](https://openai.com/index/evolution-strategies/),
-#   whose example climbs the quadratic `-|w - solution|^2` of section 3;
+#   [openai.com/index/evolution-strategies](https://openai.com/index/evolution-strategies/);
 # * **OpenAI's starter code**: the code released with the paper,
 #   [github.com/openai/evolution-strategies-starter](https://github.com/openai/evolution-strategies-starter),
 #   at commit `951f199`. A citation of it names the commit and the file, as in
@@ -91,8 +90,9 @@
 # * Where `F` curves within `sigma`, ranks climb the probability that a sample beats the
 #   current population: still uphill for `F`, towards the same tops (an increasing transform
 #   of `F` has the same maxima).
-# * In exchange the step is immune to one lucky outlier, the same for any increasing transform
-#   of `F` (points, points cubed, dollars), and sized by the learning rate alone.
+# * In exchange the step is immune to one lucky outlier and the same for any increasing
+#   transform of `F` (points, points cubed, dollars): its length no longer carries the reward's
+#   scale (section 4).
 #
 # Section 2 measures both cases with your functions.
 
@@ -171,17 +171,21 @@ check.centered_ranks(centered_ranks)
 #   `theta + sigma * noise[i]`); `weights`, float64 `(n,)`, the shaped returns `w_i`;
 #   `sigma > 0`, a float.
 # * **Returns:** an array of shape `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i eps_i`.
+#   Leave `noise` and `weights` unchanged (the check tells you if your function changed them).
 # * **Worked example:** `noise = [[1, 0], [0, 2]]`, `weights = [0.5, -0.5]`, `sigma = 0.5`:
 #   `(0.5 * [1, 0] - 0.5 * [0, 2]) / (2 * 0.5)` = **`[0.5, -1.0]`**.
-# * **The check:** relative error at most 1e-5, on random noise, weights and sigma.
+# * **The check:** relative error at most 1e-5, on random noise, weights and sigma; and `noise`
+#   and `weights` left as they were.
 #
 # Keep the `1 / sigma`. With raw returns as the weights, each `F(theta + sigma eps)` differs
 # from `F(theta)` by about `sigma eps^T grad F`, and the `1 / sigma` cancels that `sigma`: the
 # estimate tends to the gradient whatever `sigma` is. With ranks the weights carry no `sigma`,
 # so the step is `lr / sigma` times a length of its own (section 4), and a change of `sigma`
 # needs a change of `lr`. OpenAI's starter code leaves the `1 / sigma` out (`g /=
-# returns_n2.size`, [`951f199:es_distributed/es.py` line 247](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L247)):
-# with its ranks, its step size plays the part of this course's `lr / sigma`.
+# returns_n2.size`, [`951f199:es_distributed/es.py` line 247](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L247))
+# and hands `g` to its optimizer ([line 249](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L249)),
+# Adam in the configuration of section 1, whose step does not grow with the gradient's scale
+# (notebook 01, section 2).
 #
 # <details><summary>Hint: one matrix product</summary>
 #
@@ -294,11 +298,13 @@ for sigma in (0.05, 0.5):
 # transform of `g` has the same maxima); only the path differs.
 
 # %% [markdown]
-# ## 3. Climbing the blog's quadratic
+# ## 3. Climbing the quadratic
 #
-# The blog post's example climbs `f(w) = -|w - solution|^2`. In two dimensions we can watch
-# it: the background is the reward landscape, the dots are one generation's population, the
-# line is the path of the center. Each update uses mirrored pairs and your centered ranks.
+# ES climbs section 2's `f(w) = -|w - solution|^2`. In two dimensions we can watch it: the
+# background is the reward landscape, the dots are one generation's population, the line is
+# the path of the center. Each update uses mirrored pairs and your centered ranks. The cell
+# prints the center's mean step while it is farther than `sigma` from the solution and once it
+# is within `sigma`.
 
 # %%
 rng = np.random.default_rng(0)
@@ -312,7 +318,10 @@ for generation in range(60 if FAST else 150):
     theta = theta + lr * es_gradient(noise, centered_ranks(returns), sigma)
     path.append(theta.copy())
 path = np.array(path)
+steps, near = np.linalg.norm(np.diff(path, axis=0), axis=1), np.linalg.norm(path[:-1] - solution, axis=1) < sigma
 print(f"center after {len(path) - 1} updates:", theta.round(3), "solution:", solution)
+print(f"mean step: {steps[~near].mean():.3f} farther than sigma from the solution, "
+      + (f"{steps[near].mean():.3f} within it" if near.any() else "never within it"))
 
 xs, ys = np.meshgrid(np.linspace(-1.3, 1.0, 120), np.linspace(-0.8, 1.3, 120))
 fig, ax = plt.subplots(figsize=(6, 5))
@@ -322,13 +331,15 @@ for gen, pts in snapshots.items():
 ax.plot(path[:, 0], path[:, 1], "w.-", lw=1, ms=3, label="center")
 ax.plot(*solution, "r*", ms=14, label="solution")
 ax.legend(fontsize=8, loc="lower left")
-ax.set_title("ES on the blog's quadratic")
+ax.set_title("ES on a quadratic")
 plt.show()
 
 # %% [markdown]
-# **Expected output:** `center after 150 updates: [ 0.489 -0.321]`, and a path that heads almost
-# straight for the red star, then jitters around it: with ranks the step's length is set by
-# `lr / sigma`, not by the slope, so it does not shrink near the top.
+# **Expected output:** `center after 150 updates: [ 0.489 -0.321]`, `mean step: 0.147 farther
+# than sigma from the solution, 0.030 within it`, and a path that heads almost straight for the
+# red star, then jitters around it in shorter steps: within `sigma` of the top, `f` curves, the
+# ranks sort the members by how far their noise reaches more than by its direction, and the
+# step shrinks (section 4).
 
 # %% [markdown]
 # ## 4. sigma and the learning rate

@@ -54,16 +54,17 @@ def center_returns(center, episode_seeds):
 # * **Inputs:** `rng`, a `np.random.Generator`; `population`, an even int; `dim`, an int.
 # * **Returns:** `(population, dim)`: row `2k` is `+eps_k`, row `2k + 1` is `-eps_k`.
 # * **The random stream:** draw the `eps_k` with **one** call,
-#   `rng.standard_normal((population // 2, dim))` (row `k` is `eps_k`), and nothing else from
-#   `rng`. Your training loop draws from the same generator, so any other draws give another
-#   run, not the expected curve of section 3.
+#   `rng.standard_normal((population // 2, dim))` (row `k` is `eps_k`). Your training loop
+#   draws from the same generator, so any other draw here changes the run, and your curve in
+#   section 3 is no longer the expected one.
 # * **Example:** `population = 4`, `dim = 2`, and the call returns `[[1, 2], [3, 4]]`: the
 #   noise is `[[1, 2], [-1, -2], [3, 4], [-3, -4]]`.
 # * **The check:** rows `2k` and `2k + 1` mirrored (not two blocks, all `+eps` then all
 #   `-eps`: pairs stay together when workers split the population into chunks), pairs
 #   different from each other, the same seed giving the same noise and another seed other
-#   noise, and the `eps_k` those of the one call above. Never use `np.random.*` directly: all
-#   randomness comes from explicit generators built from seeds.
+#   noise, and the `eps_k` those of the one call above. It sees only what you return, not
+#   what else you draw: the expected curve of section 3 does. Never use `np.random.*` directly:
+#   all randomness comes from explicit generators built from seeds.
 #
 # <details><summary>Hint: interleaving</summary>
 #
@@ -108,7 +109,8 @@ check.antithetic_noise(antithetic_noise)
 #   `lr * sqrt(0.001) / 0.1 * 0.1 g / (sqrt(0.001) |g| + 1e-8)`. With `theta = [0, 0]`,
 #   `grad = [2, -0.5]`, `lr = 0.1`: **`[0.1, -0.1]`** (to 1e-6).
 # * **The check:** three steps in a row from `state = None`, each parameter within `lr / 1000`
-#   of the right values.
+#   of the right values; one parameter's gradients are small, where the place of `epsilon`
+#   shows.
 #
 # <details><summary>Hint: the three lines of Adam</summary>
 #
@@ -165,11 +167,18 @@ check.adam_update(adam_update)
 #
 # After the last generation (or the `break`), return the center.
 #
-# Why z-scores and not notebook 00's ranks: CartPole's returns are bounded (each between 1 and
-# 500), so no outlier can run away with the step, and a member that balances to the end while
-# the rest fall early carries information that ranks flatten to "one place higher". Section 5
-# measures the difference. Each notebook runs on its own: `centered_ranks` and `es_gradient`
-# from notebook 00 are not defined here; the gradient is the one line of step 5.
+# **The check** trains from two fresh seeds, one of them twice, on the defaults: each run must
+# solve CartPole-v1 (above), the same seed must give the same parameters, the two seeds
+# different ones. It does not look at `log`, `optimizer` or `shaping`, nor at whether your loop
+# follows the five steps exactly: the expected outputs do, of section 3 (`log` and the five
+# steps), section 4 (`optimizer`) and section 5 (`shaping`).
+#
+# Why z-scores and not notebook 00's ranks: z-scores keep how far apart the returns are, ranks
+# only their order. When a few members balance to the end while the rest fall early, z-scores
+# give those few large weights; ranks give them the top places of an even spread, however far
+# ahead they are. Section 5 measures the difference. Each notebook runs on its own:
+# `centered_ranks` and `es_gradient` from notebook 00 are not defined here; the gradient is the
+# one line of step 5.
 #
 # <details><summary>Hint: the whole loop</summary>
 #
@@ -219,9 +228,8 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
 #
 # The curve is not monotone: a step that helps the members' shared start state can hurt the
 # center on others, and the run stops only when the center scores 500 from all its start
-# states. Another curve that also solves is a valid run with another order of random draws
-# (the check below is what is graded); the same curve means you followed the five steps
-# exactly. Where yours departs from the dashed one is where to look when the check fails.
+# states. The same curve means your loop follows the five steps, `log` included; where yours
+# departs from the dashed one is where it departs from them.
 
 # %%
 def updates_to_solve(log):
@@ -277,11 +285,10 @@ print(f"solved after {updates_to_solve(adam_curve)} updates")
 # Notebook 00 shaped with centered ranks; this loop z-scores. The cell trains seeds 0..9 (three
 # seeds in fast mode) with each, everything else the same (SGD), and prints the updates each
 # run took (`None`: not solved in `generations=60`). `ranks` below is notebook 00's
-# `centered_ranks` (ties share their mean rank), written another way. At the same `lr` the
-# comparison is not only about information: ranks spread evenly over $[-0.5, 0.5]$, a standard
-# deviation of about $1/\sqrt{12} \approx 0.29$, while z-scores have $1$, so each step with
-# ranks is about $\sqrt{12} \approx 3.5$ times shorter. The third line gives ranks
-# `lr = 0.3 * sqrt(12)`, the same spread of weights as the z-scores.
+# `centered_ranks` (ties share their mean rank), written another way. Ranks spread evenly over
+# $[-0.5, 0.5]$, a standard deviation of about $1/\sqrt{12} \approx 0.29$, where z-scores have
+# $1$: the third line gives ranks `lr = 0.3 * sqrt(12)`, weights with the same spread as the
+# z-scores'.
 #
 # **Expected output:**
 # ```
@@ -290,9 +297,10 @@ print(f"solved after {updates_to_solve(adam_curve)} updates")
 #        centered ranks, lr 0.30: [11, 10, 12, 11, 11, 11, 12, 11, 12, 9]
 #        centered ranks, lr 1.04: [19, 14, 20, 20, 28, 22, 22, 14, 17, 14]
 # ```
-# On these seeds z-scores solve CartPole in fewer updates than ranks at either step size: the
-# size of a difference in return carries information that ranks throw away, and longer steps
-# with ranks do not make up for it.
+# On these seeds z-scores solve CartPole in fewer updates than ranks at either `lr`, and the
+# larger `lr` makes ranks slower, not faster: the spread of their weights is not what ranks
+# lack. They keep the members' order and drop how much better one did than another, which
+# z-scores keep.
 
 
 # %%
@@ -325,9 +333,9 @@ for name, shaping, lr in (("z-scores", None, 0.3), ("centered ranks", ranks, 0.3
 # %% [markdown] tags=["solution_only", "reference:shaping"]
 # **Reference answer:** Z-scores keep how much better a member did: on CartPole a member that
 # balances to the end while the rest of the population falls early gets a large weight, so the
-# step follows the few members that found the trick, and returns are bounded (each between 1
-# and 500), so no single member can take over the step. Ranks keep only the order: robust to
-# outliers and to any rescaling of the reward, which matters where returns are unbounded or
-# heavy-tailed, or where one lucky episode (Pong's game seeds, a rare big score) would
-# otherwise dominate, at the cost of flattening real differences. On CartPole the measurement above is what decides;
-# where one episode's luck can be large, ranks are the safer default.
+# step follows the few members that found the trick; there the cell above measured z-scores
+# ahead. Ranks keep only the order: the same for any increasing rescaling of the reward, and one
+# lucky episode gets no more than the top place, where its z-score can take most of the step.
+# That matters where returns are heavy-tailed or one episode's luck is large (Pong's game
+# seeds, a rare big score), at the cost of flattening real differences: there ranks are the
+# safer default.

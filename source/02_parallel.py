@@ -2,10 +2,12 @@
 # # 02 · ES in parallel with joblib, each job reseeded [+5 points]
 #
 # The milestone: evaluate a generation in parallel with joblib, **each job independently
-# reseeded** ("make sure random variables are independent in each job"). Why it matters:
-# a process forked from the master starts as a copy of its memory, the global NumPy state
-# and every `Generator` made before the fork included, so without reseeding every worker
-# draws the *same* "random" noise (section 0 shows it).
+# reseeded**. The course's original assignment (Practical_RL's
+# [`week01_intro/project_starter_evolution_strategies.ipynb`](https://github.com/yandexdataschool/Practical_RL/blob/6f7fa8bc521af3d6bb47833c4670f44740f26aa6/week01_intro/project_starter_evolution_strategies.ipynb),
+# *Tips on implementation*) says: "For joblib, make sure random variables are independent in
+# each job", and suggests `np.random.seed()` at the start of each job: seeded from the
+# operating system, the jobs are independent, but no run can be repeated. Section 0 shows how
+# easily jobs draw the *same* "random" noise.
 #
 # Section 1 reseeds each job: a generator of its own, built from seeds, in every job. That
 # makes the jobs independent, but a member's noise then depends on which job drew it: change
@@ -14,9 +16,9 @@
 # in any order, gives the same run, bit for bit, and a worker needs only the center, `sigma`
 # and a few integers. Section 5 measures what parallelism buys, on Pong, on your own cores.
 #
-# **Systems.** The course is tested on Linux. On Windows, work in WSL2 (Ubuntu): section 0
-# needs the `fork` start method, which Windows lacks (the cell says so and moves on), and
-# notebook 03's Redis server has no Windows build.
+# **Systems.** The course is tested on Linux. On Windows, work in WSL2 (Ubuntu): the second
+# half of section 0 needs the `fork` start method, which Windows lacks (the cell says so and
+# moves on), and notebook 03's Redis server has no Windows build.
 
 # %%
 import multiprocessing as mp
@@ -36,34 +38,48 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 policy = MLPPolicy(4, 2, hidden=())
 
 # %% [markdown]
-# ## 0. The bug: two forked processes, no reseeding
+# ## 0. The bug: the same noise in every job
 #
-# `fork` copies the master process, so both workers start from copies of the same generator
-# states: the global NumPy state, and a `Generator` the master made before forking (a copy
-# each, not one shared stream). **Expected output:** two identical rows from the global state,
-# two identical rows from the generator, `identical: True True`.
+# With `n_jobs > 1`, joblib's default backend, `loky` (section 3), runs jobs in worker
+# processes and sends each job a copy of its arguments, not the master's objects: jobs handed
+# one `Generator`, or one seed, start from the same state and draw the same noise. The workers' global `np.random`
+# states are their own: the master's `np.random.seed(0)` does not reach them. A process
+# started with `fork` begins instead as a copy of the master, global state included. `fork`
+# is `multiprocessing`'s default on Linux until Python 3.14 (which made it `forkserver`: *What's
+# New in Python 3.14*, section multiprocessing), and joblib's `"multiprocessing"` backend uses
+# that default (joblib 1.6.0, module `joblib.parallel`, line 1304).
+#
+# **Expected output:** for `loky`, `identical: False` for the global state and `True` for one
+# `Generator` and for the same seed; for `fork`, `True` all three times (on a system that
+# cannot fork, a line saying so).
 
 # %%
-def draw(queue, rng):
-    queue.put((np.random.standard_normal(3), rng.standard_normal(3)))
+def draw(rng, seed):
+    """Two normals from each: the global state, the Generator received, a generator built from `seed`."""
+    return np.random.standard_normal(2), rng.standard_normal(2), np.random.default_rng(seed).standard_normal(2)
 
+
+def show(start, jobs):
+    for name, one, two in zip(("global state", "one Generator", "same seed"), *jobs):
+        print(f"{start}, {name:13}: {one.round(3)} and {two.round(3)}, identical: {np.array_equal(one, two)}")
+
+
+np.random.seed(0)
+rng = np.random.default_rng(0)
+show("loky", Parallel(n_jobs=2)(delayed(draw)(rng, 0) for _ in range(2)))     # joblib's default backend
 
 if "fork" in mp.get_all_start_methods():
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    np.random.seed(0)
-    rng = np.random.default_rng(0)       # made before the fork: each worker gets its own copy of it
-    procs = [ctx.Process(target=draw, args=(queue, rng)) for _ in range(2)]
+    procs = [ctx.Process(target=lambda: queue.put(draw(rng, 0))) for _ in range(2)]
     for p in procs:
         p.start()
-    (a, ra), (b, rb) = queue.get(), queue.get()
+    jobs = [queue.get(), queue.get()]
     for p in procs:
         p.join()
-    print("global state, worker 1:", a.round(3), "| worker 2:", b.round(3))
-    print("generator,    worker 1:", ra.round(3), "| worker 2:", rb.round(3))
-    print("identical:", np.array_equal(a, b), np.array_equal(ra, rb))
-else:      # Windows: no fork (processes start fresh, with fresh global state); the lesson stands
-    print("this system cannot fork processes (Windows): forked workers would print the same numbers twice")
+    show("fork", jobs)
+else:      # Windows
+    print("this system cannot fork processes: forked workers would print identical: True three times")
 
 # %% [markdown]
 # ## 1. Reseed each job
@@ -104,19 +120,22 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 #   generation, member)`: the same in every call and in every process, and different for any
 #   other triple.
 # * **How:** build a generator from the three integers and draw `dim` standard normals.
-#   `np.random.default_rng` takes a *list* of non-negative integers and passes it to
-#   `SeedSequence`, which mixes all of them (its docstring: `array_like[ints]`). Do not touch
-#   the global `np.random` state (neither seed it nor draw from it).
+#   `np.random.default_rng` takes a *list* of non-negative integers (its docstring: an `int`
+#   or `array_like[ints]` "will be passed to `SeedSequence`"), and `SeedSequence` "mixes
+#   sources of entropy" (its docstring): every integer of the list counts. Do not touch the
+#   global `np.random` state (neither seed it nor draw from it).
 # * **Mirrored pairs** (notebook 01): `evaluate_members` (section 3) asks `member_noise` for
 #   the stream of *pair* `k = m // 2` and gives member `m` that noise, negated when `m` is odd,
 #   so members `2k` and `2k + 1` play `+eps_k` and `-eps_k`. Your function does not care: it
 #   is one stream per integer `member`.
-# * **The corner:** `(0, 1, 2)` and `(0, 2, 1)` are different members. A seed made by adding
-#   the three integers (or any formula that can collide) gives them the same noise; a list
-#   keeps them apart.
+# * **The corner:** one integer made from the three collides somewhere. A sum gives `(0, 1, 2)`
+#   and `(0, 2, 1)` the same noise; `seed * generation + member` gives every generation the
+#   same noise when `seed == 0`; digits run together, `int(f"{seed}{generation}{member}")`,
+#   make `(0, 1, 23)` and `(0, 12, 3)` one member. A list keeps them apart.
 # * **The check:** the shape and the dtype; a triple twice, in this process and in another;
-#   nine neighbouring triples (including those sums and weighted sums confuse), all different;
-#   the global state neither used nor changed.
+#   neighbouring triples that a sum, a weighted sum, a product or run-together digits would
+#   confuse (`seed == 0` and `generation == 0` among them), all different; the global state
+#   neither used nor changed.
 
 # %%
 def member_noise(seed, generation, member, dim):
@@ -159,7 +178,8 @@ check.member_noise(member_noise)
 #   `[0, 3, 7, 11]`: chunks `[0, 3)`, `[3, 7)`, `[7, 11)`.
 # * **The check:** the dtype; two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3
 #   and 2, each equal to `evaluate_members` over the whole population, bit for bit, in
-#   `n_jobs` chunks run in more than one process.
+#   `n_jobs` chunks run in more than one process. It does not see the `n_jobs` you give
+#   `Parallel`: with `n_jobs` chunks, at most `n_jobs` run at once whatever it is.
 #
 # <details><summary>Hint: chunk bounds</summary>
 #

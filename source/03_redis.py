@@ -97,21 +97,21 @@ with EmbeddedRedis() as server:
 # * **Inputs:** `generation` and `first` (the chunk's first member), ints with
 #   `0 <= n < 2**32`; `returns`, float `(count,)`; `lengths`, ints `(count,)` in the same range
 #   (episode lengths).
-# * **Returns:** `bytes`. The course's layout, little-endian: a 12-byte header of three uint32
-#   (`generation`, `first`, `count`), then the `count` returns as float64, then the `count`
-#   lengths as uint32 (`struct.pack` for the header, `ndarray.tobytes()` for the arrays): 12
-#   bytes per member plus the header. Float64 because float32 would lose bits, and the run would
-#   no longer be bit-identical to one process.
+# * **Returns:** `bytes` (a `bytearray` passes too). The course's layout, little-endian: a
+#   12-byte header of three uint32 (`generation`, `first`, `count`), then the `count` returns
+#   as float64, then the `count` lengths as uint32 (`struct.pack` for the header,
+#   `ndarray.tobytes()` for the arrays): 12 bytes per member plus the header. Float64 because
+#   float32 would lose bits, and the run would no longer be bit-identical to one process.
 #
 # **`decode_result(payload)`** gives back a dict with the keys `"generation"` and `"first"`
-# (ints), `"returns"` (a float64 array `(count,)`) and `"lengths"` (an integer array
+# (integers), `"returns"` (a float64 array `(count,)`) and `"lengths"` (an integer array
 # `(count,)`), all exactly what was encoded: the master reads them by name.
 #
 # * **Example:** `encode_result(7, 32, [1.5, -2.0], [10, 20])` is 12 + 16 + 8 = 36 bytes, and
 #   decoding it gives `{"generation": 7, "first": 32, "returns": array([ 1.5, -2. ]),
 #   "lengths": array([10, 20], dtype=uint32)}`.
-# * **The check:** an exact round trip of a chunk of random returns and lengths, with the types
-#   above; no pickle; and `len(payload) <= 64 + 16 * count` (the layout above fits).
+# * **The check:** an exact round trip of random values (one length too large for an int32),
+#   with the types above; no pickle; the payload's bytes exactly the layout above.
 
 # %%
 def encode_result(generation, first, returns, lengths):
@@ -172,8 +172,9 @@ check.result_codec(encode_result, decode_result)
 # | `"40:48"` | 104.0 | no | 104.0 | **yes**: exactly 1.0 s on both counts, at least `lease_seconds` |
 #
 #   so the answer is `{"24:32", "32:40", "40:48"}`.
-# * **The check:** five chunks, one of each kind of the table's first five rows, with times
-#   far from the boundary; the answer must be a `set`.
+# * **The check:** a chunk of each kind in the table, the last row's boundary once on each
+#   count (queued exactly `lease_seconds` ago and never leased; a lease exactly `lease_seconds`
+#   old); the answer must be a `set`.
 
 # %%
 def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds):
@@ -224,13 +225,15 @@ check.chunks_to_requeue(chunks_to_requeue)
 #   `es:jobs` as a job in the same JSON form, `json.dumps({"g": generation, "a": a, "b": b})`,
 #   and set its `queued_at` to `time.time()` (otherwise it counts as lost again at once and is
 #   pushed over and over).
-# * **Give up** with a `TimeoutError` after `timeout` seconds without all results.
+# * **Give up** with a `TimeoutError` when results are still missing `timeout` seconds after
+#   the call (or after the last result: the check passes both).
 #
-# The check runs a real Redis server and workers that fail the way a cluster does: a stale
-# result and one for an unknown chunk are waiting; one worker dies holding a lease, one before
-# writing it; one chunk's result arrives twice with different numbers; one worker is slow but
-# alive. Then it calls your `gather` with a short `timeout` on a chunk nobody takes: it must
-# raise `TimeoutError`. The check takes a few seconds (it waits out leases).
+# The check runs a real Redis server and workers that fail the way a cluster does: a result of
+# the previous generation is waiting; one worker dies holding a lease, one before writing it;
+# one chunk's result arrives twice with different numbers; one worker is slow but alive; after
+# one chunk's result comes a result for a chunk not in `bounds` over the same members. Then it
+# calls your `gather` with a short `timeout` on a chunk nobody takes: it must raise
+# `TimeoutError`. The check takes a few seconds (it waits out leases).
 #
 # <details><summary>Hint 1: the state to keep</summary>
 #
@@ -417,9 +420,8 @@ plt.show()
 #   worker processes that get the generation-0 center once and then only each generation's
 #   returns (drawn by the check, chunks of unequal sizes; each worker starts with a global
 #   NumPy state of its own). Every worker must end every generation bit-identical to the
-#   master, and the master within 1e-5 (relative) of the course's update, float32. It names
-#   these mistakes: one generation's noise reused, a pair's sign lost, shaping applied per
-#   worker.
+#   master, and the master bit-identical to section 4's `es_update`, float32. It names these
+#   mistakes: one generation's noise reused, a pair's sign lost, shaping applied per worker.
 #
 # <details><summary>Hint</summary>
 #
@@ -580,12 +582,13 @@ for params in (POLICY.num_params, 1_000_000):
 # * **Returns:** float32 `(dim,)`: pair `k = member // 2` reads `table[o:o + dim]` with `o =
 #   offsets[k]`; member `2k` gets the slice, member `2k + 1` the slice negated (mirrored
 #   pairs: both members of a pair share one offset). The slice itself (a view into the table)
-#   or a new array: both pass.
+#   or a new array: both pass; the table must stay as it was (negating a view in place writes
+#   into the table).
 #
-# * **The check:** your table against the right one for a fresh seed and size (bit for bit);
-#   your offsets (ints) for a small table (`3 * dim` values, so that they span it to its last
-#   value); then every member of that generation, each exactly the right slice with the right
-#   sign, float32.
+# * **The check:** your table against the right one for the check's seed and size (bit for
+#   bit); your offsets (ints) for a small table (`3 * dim` values, so that they span it to its
+#   last value); then every member of that generation, each exactly the right slice with the
+#   right sign, float32, the table unchanged.
 
 # %%
 def make_noise_table(seed, size):
@@ -665,14 +668,14 @@ for dim in (10, 100_000):
 # %% [markdown]
 # ## 8. What a real cluster adds
 #
-# The course's own Redis master (in the es-course repository, not in a release: it answers
-# this notebook) adds what a cluster of strangers' machines needs on top of your `gather`: a
-# run id and a nonce (a random number used once) per generation, which every result must
-# repeat, so that a stale result is recognised; access roles (a worker can push results,
-# never rewrite the task); heartbeats stamped with the Redis server's clock; a probation for a
-# new worker (its first results are compared with a trusted evaluation before they count); and
-# spot checks that replay a few members to catch a worker that lies about its returns. The
-# protocol stays the one above: only seeds, the center and scalar returns travel.
+# The course's own Redis master (in the es-course repository, not in a release) adds what a
+# cluster of strangers' machines needs on top of your `gather`: a run id and a nonce (a random
+# number used once) per generation, which every result must repeat, so that a stale result is
+# recognised; access roles (a worker can push results, never rewrite the task); heartbeats
+# stamped with the Redis server's clock; a probation for a new worker (its first results are
+# compared with a trusted evaluation before they count); and spot checks that replay a few
+# members to catch a worker that lies about its returns. The protocol stays the one above:
+# only seeds, the center and scalar returns travel.
 
 # %% [markdown] tags=["solution_only"]
 # The cell below trains CartPole with the course's master and two workers through Redis, and

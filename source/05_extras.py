@@ -55,7 +55,8 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 #   played `mu + sigma * s[i]`); `w`, float64 `(population,)`: the utilities, the shaped
 #   returns, already normalised (below they sum to zero; the check uses any numbers); `lr_mu`,
 #   `lr_sigma`: floats.
-# * **Returns:** the pair `(new mu, new sigma)`, float64 `(dim,)` each (new arrays):
+# * **Returns:** the pair `(new mu, new sigma)`, float64 `(dim,)` each, in new arrays: leave the
+#   arguments as they are (`mu = mu + ...`, not `mu += ...`):
 #
 # $$\mu' = \mu + \text{lr}_\mu\, \sigma \odot \sum_i w_i\, s_i, \qquad
 #   \sigma' = \sigma \odot \exp\Big(\frac{\text{lr}_\sigma}{2} \sum_i w_i\, (s_i^2 - 1)\Big)$$
@@ -66,7 +67,8 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # * **Example:** `mu = [0, 0]`, `sigma = [1, 2]`, `s = [[1, 0], [0, 2]]`, `w = [0.5, -0.5]`,
 #   `lr_mu = 1`, `lr_sigma = 0.2`: `sum_i w_i s_i = [0.5, -1]`, so `mu' = [0.5, -2]`;
 #   `sum_i w_i (s_i^2 - 1) = [0.5, -2]`, so `sigma' = [exp(0.05), 2 exp(-0.2)] = [1.0513, 1.6375]`.
-# * **The check:** relative error at most `1e-6` on both, on random inputs.
+# * **The check:** relative error at most `1e-6` on both, on random inputs; both float64; every
+#   argument left as it was.
 
 # %%
 def snes_step(mu, sigma, s, w, lr_mu, lr_sigma):
@@ -107,8 +109,8 @@ check.snes_step(snes_step)
 # **Judged alike:** each at its center (`mu`), on the raw function, and by how far the center
 # lies from the maximum (mean `|x_j|`): a center can sit in the right valley and still score
 # badly on a function this bumpy. The plot shows the first seed; the lines under it sum up the
-# five (`range(5)`), with a third method, OpenAI-ES as notebooks 00-01 run it (centered ranks,
-# Adam with `lr=0.1`, `sigma=1.0`).
+# five (`range(5)`), with a third method: centered ranks (notebook 00) and Adam (notebook 01's
+# `adam_update`, `lr=0.1`) around one fixed `sigma=1.0`.
 
 # %%
 def rastrigin(x):
@@ -133,39 +135,43 @@ def mirrored(rng):
 
 
 def run(seed, lr_sigma):
-    """SNES (lr_sigma > 0), or OpenAI-ES with its one sigma fixed (lr_sigma = 0): the center's
-    Rastrigin value and its mean distance from 0, per generation."""
+    """SNES (lr_sigma > 0), or OpenAI-ES with its one sigma fixed (lr_sigma = 0): per update, the
+    center's Rastrigin value, its mean distance from 0 and the mean size of its step."""
     rng = np.random.default_rng(seed)
-    mu, sigma, u, score, distance = start.copy(), np.ones(dim), utilities(population), [], []
+    mu, sigma, u, score, distance, step = start.copy(), np.ones(dim), utilities(population), [], [], []
     for _ in range(generations):
         s = mirrored(rng)
         w = np.empty(population)
         w[np.argsort(-rastrigin(mu + sigma * s))] = u       # the best member gets u[0]
-        mu, sigma = snes_step(mu, sigma, s, w, 1.0, lr_sigma)
+        new_mu, sigma = snes_step(mu, sigma, s, w, 1.0, lr_sigma)
+        step.append(np.abs(new_mu - mu).mean())
+        mu = new_mu
         score.append(rastrigin(mu)[0])
         distance.append(np.abs(mu).mean())
-    return np.array(score), np.array(distance)
+    return np.array(score), np.array(distance), np.array(step)
 
 
 def run_adam(seed, sigma=1.0, lr=0.1):
-    """OpenAI-ES as notebooks 00-01 train: centered ranks, Adam, one fixed sigma."""
+    """Centered ranks (notebook 00) and Adam (notebook 01's adam_update), one fixed sigma."""
     rng = np.random.default_rng(seed)
-    center, m, v, score, distance = start.copy(), np.zeros(dim), np.zeros(dim), [], []
+    center, m, v, score, distance, step = start.copy(), np.zeros(dim), np.zeros(dim), [], [], []
     for t in range(1, generations + 1):
         noise = mirrored(rng)
         ranks = np.argsort(np.argsort(rastrigin(center + sigma * noise))) / (population - 1) - 0.5
         grad = noise.T @ ranks / (population * sigma)
         m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad ** 2
-        center = center + lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+        new_center = center + lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+        step.append(np.abs(new_center - center).mean())
+        center = new_center
         score.append(rastrigin(center)[0])
         distance.append(np.abs(center).mean())
-    return np.array(score), np.array(distance)
+    return np.array(score), np.array(distance), np.array(step)
 
 
 snes_sigma = (3 + np.log(dim)) / (5 * np.sqrt(dim))
 methods = {"SNES (a sigma per coordinate)": lambda seed: run(seed, snes_sigma),
            "OpenAI-ES (one sigma, fixed at 1; otherwise the same)": lambda seed: run(seed, 0.0),
-           "OpenAI-ES as notebooks 00-01 (centered ranks, Adam 0.1, sigma 1)": run_adam}
+           "centered ranks and Adam (notebooks 00 and 01; lr 0.1), sigma fixed at 1": run_adam}
 results = {name: [method(seed) for seed in range(5)] for name, method in methods.items()}
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
 for name, runs in results.items():
@@ -177,10 +183,11 @@ left.legend(fontsize=8)
 plt.show()
 print(f"the start: Rastrigin {rastrigin(start)[0]:.1f}, mean |x_j| {np.abs(start).mean():.1f}")
 for name, runs in results.items():
-    finals = [round(float(score[-1]), 2) for score, _ in runs]
-    far = [round(float(distance[-1]), 2) for _, distance in runs]
+    finals = [round(float(score[-1]), 2) for score, _, _ in runs]
+    far = [round(float(distance[-1]), 2) for _, distance, _ in runs]
+    steps = [round(float(step[-100:].mean()), 2) for _, _, step in runs]
     print(f"{name}:\n  seeds 0..4, at the center after {generations} updates: Rastrigin {finals}, "
-          f"mean |x_j| {far}")
+          f"mean |x_j| {far}\n  mean |step| per coordinate over the last 100 updates: {steps}")
 
 # %% [markdown]
 # **Expected output:** from the start (Rastrigin -90.0, every coordinate at 3.0), after 600
@@ -189,12 +196,13 @@ for name, runs in results.items():
 # maxima sit near the integer points, worth about $-\sum_j x_j^2$ there: on those four seeds one,
 # four, two and one coordinates sit at $\pm 1$ instead of $0$ (each costs about $0.99$), as the
 # mean `|x_j|` (0.1, 0.4, 0.2, 0.1) says. OpenAI-ES with everything else the same ends between
-# -76 and -120, worse than its start on three seeds of five, yet its center has come from 3.0 to
-# between 0.2 and 0.61 per coordinate: it found the right valley. One fixed sigma of 1 smooths
-# Rastrigin's bumps away (that is why it finds the valley), but then its steps stay as large as
-# its sigma and the center can never settle into the narrow peak at $x = 0$. SNES shrinks each
-# coordinate's sigma as it closes in. The course's Adam version behaves like the fixed-sigma one
-# (-47 to -118): with one sigma, the optimizer does not change the picture.
+# -76 and -120, worse than its start on three seeds of five: its center came closer to 0 (mean
+# `|x_j|` between 0.2 and 0.61) but sits on no maximum. One fixed sigma of 1 smooths Rastrigin's
+# bumps away: members spread over several bumps see the bowl around 0, not the narrow peak at
+# $x = 0$, and its steps stay large (about 0.2 per coordinate over the last 100 updates).
+# SNES shrinks each coordinate's sigma as it closes in, and its steps with it (0.0 at the end).
+# The course's Adam version takes steps ten times smaller (0.02) and ends no better (-47 to
+# -118): with one sigma, fixed, the optimizer does not change the picture.
 #
 # More ideas: adapt OpenAI-ES's single `sigma` with the one-fifth success rule; novelty search
 # (reward behaviours no one has seen yet) for deceptive mazes; run CMA-ES (`pip install cma`)
@@ -211,10 +219,13 @@ for name, runs in results.items():
 # learned 3x3 filters, one on the frame and one on its change since the previous frame, takes a
 # softmax over the frame's pixels and reports the expected column and row under it (a "spatial
 # soft-argmax"), for each of the 4 stacked frames, so also how fast it moves. Its **head**, a
-# small network, turns these positions, their pairwise products and squares into an action. At
-# the start the six windows tile the field evenly and each keypoint's filters are the identity on
-# one input and zero on the other (the frame for half of the keypoints, its change for the other
-# half); only the head is random. ES learns the front end and the head together.
+# small network, reads 5 numbers per keypoint (the newest frame's column and row, their slopes
+# over the 4 frames, and its presence: how much of its attention falls on pixels that differ
+# from the empty field), 30 in all, with their 465 pairwise products and squares: 495 inputs,
+# which it turns into an action. At the start the six windows tile the field evenly and each
+# keypoint's filters are the identity on one input and zero on the other (the frame for half of
+# the keypoints, its change for the other half); only the head is random. ES learns the front
+# end and the head together.
 #
 # ### Virtual batch normalization
 #
@@ -271,13 +282,14 @@ check.virtual_batch_norm(virtual_batch_norm)
 # %% [markdown]
 # ### What it changes
 #
-# ES's first generation as the pixel agent starts it: its policy untrained
-# (`policy.initial_params(0)`), `MEMBERS` members perturbed at `SIGMA` around it (mirrored
-# pairs), each acting on the observations of the reference batch the release ships
-# (`reference_batch()`), once on its raw head inputs and once on the same inputs normalized by
-# your function. The release holds no other recorded game, so here `reference` and `inputs` are
-# the same array. For each member the cell counts the share of observations on which it picks
-# its most frequent action: a member that picks one action on all of them ignores the picture.
+# ES's first generation as the pixel agent's run started it: its policy untrained
+# (`policy.initial_params(SEED)`, the run's seed), `MEMBERS` members perturbed at the run's
+# `SIGMA` around it (mirrored pairs; the noise is this cell's own), each acting on the
+# observations of the reference batch the release ships (`reference_batch()`), once on its raw
+# head inputs and once on the same inputs normalized by your function. The release holds no
+# other recorded game, so here `reference` and `inputs` are the same array. For each member the
+# cell counts the share of observations on which it picks its most frequent action: a member
+# that picks one action on all of them ignores the picture.
 
 # %%
 from pong.keypoints import PULL_SCALE, PongKeypointsPolicy, reference_batch
@@ -285,8 +297,8 @@ from pong.keypoints import PULL_SCALE, PongKeypointsPolicy, reference_batch
 # the pixel agent's policy (six windows, on the frames and their change, a head of 8), its raw head inputs
 policy = PongKeypointsPolicy(6, (8,), motion=True, pull_scale=PULL_SCALE, conv="taps", pull="windows")
 observations = reference_batch()                     # uint8 (64, 4, 42, 42)
-center = policy.initial_params(0)
-MEMBERS, SIGMA = 64, 0.1
+SEED, SIGMA, MEMBERS = 16, 0.05, 64                 # the pixel agent's run: its seed, sigma and population
+center = policy.initial_params(SEED)
 half = np.random.default_rng(0).standard_normal((MEMBERS // 2, center.size))
 noise = np.stack([half, -half], axis=1).reshape(MEMBERS, center.size)     # mirrored pairs
 
@@ -310,9 +322,9 @@ for normalized, name in ((False, "raw head inputs"), (True, "normalized head inp
           f"{many} member{'s' * (many != 1)} on at least 90%")
 
 # %% [markdown]
-# **Expected output:** with raw head inputs a member picks its most frequent action on 78% of the
-# observations on average, and 21 of the 64 members on at least 90% of them; normalized, 52%, and
-# one member. The same policy, the same noise: normalized, each member's action changes with the
+# **Expected output:** with raw head inputs a member picks its most frequent action on 79% of the
+# observations on average, and 27 of the 64 members on at least 90% of them; normalized, 55%, and
+# no member. The same policy, the same noise: normalized, each member's action changes with the
 # frame far more often, so members differ in how they respond to the picture, which is what ES's
 # scores can then measure.
 
@@ -345,10 +357,10 @@ else:
     print("pong-windows.png is not in docs/ here: the keypoints figure is not shown")
 
 # %% [markdown]
-# Windows 1 to 4 (columns 7 to 14, 15 to 22, 19 to 26 and 26 to 33) each hold the ball while
-# it crosses their stretch of the field, on 19%, 11%, 15% and 5% of the steps; there their
-# rows follow the ball's (correlations 0.86, 0.93, 0.97 and 0.99) and so do their columns
-# (0.93, 0.98, 0.98 and 0.85). Window 0 (columns 0 to 7) sits at the opponent's paddle, yet
-# over all steps its row follows the ball's (0.94) more closely than the opponent's (0.88);
-# window 5 (columns 35 to 42) sits on our paddle (row correlation 0.70). So ES learned, from the
-# pixels, to pass the ball from window to window across the field.
+# Windows 1 to 4 (columns 7 to 14, 15 to 22, 19 to 26 and 26 to 33) each hold something on 19%,
+# 11%, 15% and 5% of the steps; there their rows follow the ball's (correlations 0.86, 0.93,
+# 0.97 and 0.99) and so do their columns (0.93, 0.98, 0.98 and 0.85). Window 0 (columns 0 to 7)
+# sits at the opponent's paddle, yet over all steps its row follows the ball's (0.94) more
+# closely than the opponent's (0.88); window 5 (columns 35 to 42) sits on our paddle (row
+# correlation 0.70). So ES learned, from the pixels, to pass the ball from window to window
+# across the field.

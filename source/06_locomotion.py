@@ -3,9 +3,13 @@
 #
 # The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1)
 # and on Atari. Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear**
-# policy on **normalized observations** learns the robots' tasks with plain random search; their
-# Table 1 counts the episodes each method needs to reach a threshold: Swimmer 325, Hopper 3,120,
-# HalfCheetah 3,430. Here ES teaches gymnasium's `HalfCheetah-v5` (a 2D cheetah: 17
+# policy learns the robots' tasks with **augmented random search** (ARS): random search that
+# divides its step by the returns' standard deviation, may keep only its best directions and,
+# in its version V2, normalizes the observations (their code,
+# [`4c8e24e:code/ars.py`](https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py)
+# lines 362, 273-274 and 264-270). Their Table 1 sets a return to reach on each task (Swimmer
+# 325, Hopper 3,120, HalfCheetah 3,430) and counts the episodes each method needs to reach it.
+# Here ES teaches gymnasium's `HalfCheetah-v5` (a 2D cheetah: 17
 # observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, reward = forward speed
 # less a small cost on the torques) to run past 3,430, with three functions you write:
 #
@@ -70,13 +74,14 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # * **Inputs:** `a` and `b`, each a tuple `(count, total, squares)`: `count` an int (states
 #   seen), `total` and `squares` float64 `(obs_dim,)`, the sum of those states and the sum of
 #   their elementwise squares.
-# * **Returns:** the tuple `(count, total, squares)` of all states of `a` and of `b`, in new
-#   arrays: leave `a` and `b` as they are (`total_a += total_b` would change the caller's `a`).
+# * **Returns:** the tuple `(count, total, squares)` of all states of `a` and of `b`, `total`
+#   and `squares` in new float64 arrays: leave `a` and `b` as they are (`total_a += total_b`
+#   would change the caller's `a`).
 # * **Example:** `a = (2, [1., 4.], [1., 10.])` (states `[0, 1]`, `[1, 3]`), `b = (1, [2., 2.],
 #   [4., 4.])` (state `[2, 2]`): `(3, [3., 6.], [5., 14.])`.
-# * **The check:** the count exact, the sums within a relative error of 1e-12, on workers that
-#   saw very different numbers of states, then three workers merged in a row; and `a` and `b`
-#   left as they were.
+# * **The check:** the count exact, the sums float64 and within a relative error of 1e-12, on
+#   workers that saw very different numbers of states, then three workers merged in a row; and
+#   `a` and `b` left as they were.
 
 # %%
 def merge_stats(a, b):
@@ -145,13 +150,14 @@ check.mean_std(mean_std)
 #   The clip keeps a state never seen before (a fall, a flip) from producing a huge input. The
 #   `tanh` and the scaling keep every action inside the range for any parameters: gymnasium
 #   would otherwise be handed torques the motors do not have.
-# * **Batched:** no Python loop over rows (`np.einsum("ki,kij->kj", x, W)`, or `x[:, None, :] @
-#   W` with `W` of shape `(k, obs_dim, act_dim)`): it runs at every step of every episode.
+# * **Batched:** no Python `for` loop or comprehension over the rows: one operation does them
+#   all (`np.einsum("ki,kij->kj", x, W)`, or `x[:, None, :] @ W` with `W` of shape
+#   `(k, obs_dim, act_dim)`). It runs at every step of every episode.
 # * **The check:** actions within `1e-5 * (high - low)` of the course's (it computes in float32,
 #   as `es.policies.MLPPolicy` does; float64 is fine), for a random number of rows, on
 #   observations far enough from the mean that the clip matters, and an asymmetric action range;
-#   then it counts the Python lines your function runs for few rows and for many: a loop over
-#   rows fails.
+#   then it counts the Python lines your function runs for few rows and for many: lines run
+#   once per row (a `for` loop, a comprehension) fail.
 
 # %%
 def linear_policy(params, obs, mean, std, low, high):
@@ -197,9 +203,10 @@ for name, params in (("zeros", np.zeros((3, dim), np.float32)),
 # bonus with it. ES can find that local optimum first and stay there. Mania et al. train on
 # the return **less the bonus**, a `shift` of 1 a step for Hopper (their code,
 # [`4c8e24e:code/ars.py`](https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py)
-# lines 77 and 399): standing is then worth nothing, only forward progress pays. The score reported (logs, goal, threshold) adds the bonus back, so it is
-# gymnasium's own return. HalfCheetah has no bonus (it cannot fall: the episode always lasts
-# 1,000 steps), so its shift is 0. Below, the zero policy on Hopper. **Expected output:** it
+# lines 77 and 399): standing is then worth nothing, only forward progress pays. Every score the
+# loop reports or compares with the threshold (its progress lines, `metrics.jsonl`) adds the
+# bonus back: gymnasium's own return. HalfCheetah has no bonus (it cannot fall: the episode
+# always lasts 1,000 steps), so its shift is 0. Below, the zero policy on Hopper. **Expected output:** it
 # falls after 129 to 148 steps, and its return is about its bonus: the training fitness (the
 # return less the bonus) is between -10.9 and -0.3.
 
@@ -307,10 +314,13 @@ check.locomotion_agent(RUN_DIR)
 #   ([`951f199:es_distributed/es.py` lines 379-381](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L379-L381)),
 #   the master adds them up (line 216), and every task carries the statistics its episodes use
 #   (line 16). Without it one `sigma` cannot suit every input.
-# * **No action noise.** ES explores in parameter space: this notebook's policy is
-#   deterministic, a member's episode a function of its parameters, its seed and the frozen
-#   statistics only (which is also why a run replays exactly, for any number of workers). The
-#   `tanh` keeps every action in range.
+# * **No action noise here.** ES explores in parameter space. OpenAI's starter code adds a
+#   little Gaussian noise to its training actions too (`ac_noise_std` 0.01 in
+#   [`951f199:configurations/humanoid.json` line 24](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/configurations/humanoid.json#L24),
+#   added in [`951f199:es_distributed/policies.py` lines 198-199](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/policies.py#L198-L199));
+#   this notebook's policy adds none, so a member's episode is a function of its parameters, its
+#   seed and the frozen statistics only (which is also why a run replays exactly, for any number
+#   of workers).
 # * **The network size does not transfer.** The paper's MuJoCo policies are multilayer
 #   perceptrons with two hidden layers of 64 `tanh` units (its section 4.1): 5,702 parameters
 #   for HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), against the 108 of

@@ -168,8 +168,8 @@ def unsourced(name: str, claims: list[Claim] | None = None, p: Page | None = Non
                 covered.append((start, start + len(claim.snippet)))
                 start = flat.find(claim.snippet, start + 1)
         exempt = _spans(MATH, flat) + covered
-        for pattern in CONSTANTS + STRUCTURE:
-            exempt += _spans(pattern, lines)
+        for pattern in CONSTANTS + STRUCTURE:      # on the lines (for ^) and on the joined text (across lines)
+            exempt += _spans(pattern, lines) + _spans(pattern, flat)
         code_spans = [(a, b) for a, b in _spans(CODE, flat) if re.search(r"[A-Za-z_(=]", flat[a:b])]
         printed = printed_values(p.outputs[index][1]) if p.outputs else []
         expected = bool(EXPECTED.search(flat)) and p.outputs

@@ -209,3 +209,26 @@ def test_a_failed_check_offers_to_repeat_its_seed_only_where_the_release_can(rel
     out = run_in_release(released, script)
     assert out.returncode == 0, out.stderr
     assert "22 REPEATS" in out.stdout and "4010941488 CANNOT" in out.stdout, out.stdout
+
+
+def test_a_check_that_asks_the_answer_key_nothing_is_offered_again_on_any_seed(released):
+    """A fresh read found `check.antithetic_noise` failing on seed 1172161378 with "a student
+    release cannot draw them again", though it repeats on any seed (its right answers follow
+    from its inputs; the release records nothing for it). Offered here, in the grader's own
+    call, and in the release, where the offer is then taken."""
+    from classroom import check
+    blocks = "lambda rng, p, d: (lambda h: __import__('numpy').concatenate([h, -h]))(rng.standard_normal((p // 2, d)))"
+    try:
+        check.verdict("antithetic_noise", [eval(blocks)], 1172161378, repeatable=False)    # the grader's call
+    except check.CheckFailed as exc:
+        assert "check.antithetic_noise(..., seed=1172161378) repeats them" in str(exc), exc
+    script = ("from classroom import check\n"
+              f"bad = {blocks}\n"
+              "for _ in range(2):\n"
+              "    try:\n"
+              "        check.antithetic_noise(bad, seed=1172161378)\n"
+              "    except check.CheckFailed as exc:\n"
+              "        print('REPEATS' if 'seed=1172161378) repeats them' in str(exc) else 'NOT OFFERED', str(exc)[:60])\n")
+    out = run_in_release(released, script)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("REPEATS") == 2, out.stdout

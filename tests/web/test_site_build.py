@@ -208,7 +208,7 @@ def test_output_lines_and_formulas_wrap_to_the_column_04s_result_lines_included(
     assert outputs
     long_lines = [line for out in outputs for line in html.unescape(re.sub(r"<[^>]+>", "", out)).splitlines()
                   if len(line) > 100]
-    assert any(line.startswith("30 generations: ") and "beats random" in line for line in long_lines), long_lines
+    assert any(line.startswith("30 updates: ") and "beats random" in line for line in long_lines), long_lines
     pres = len(re.findall(r"<pre>", page))
     code_pres = len(re.findall(r'<div class="highlight-(?:ipython3|python|bash|default|none)[^"]*"><div class="highlight">'
                                r"<pre>", page))

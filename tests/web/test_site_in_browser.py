@@ -152,7 +152,7 @@ def test_the_landing_page_shows_what_you_build_and_leads_to_notebook_00(served_s
 
 def test_04s_result_lines_wrap_inside_the_column(served_site, browser_pages):
     page = browser_pages.open(served_site + "solutions/04_pong.html")
-    pre = page.locator("div.cell_output pre", has_text="30 generations:").first
+    pre = page.locator("div.cell_output pre", has_text="30 updates:").first
     pre.scroll_into_view_if_needed()
     state = pre.evaluate("""p => {
         const lh = parseFloat(getComputedStyle(p).lineHeight) || 16;

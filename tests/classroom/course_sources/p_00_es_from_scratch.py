@@ -30,6 +30,8 @@ STARTER_RANKS = ("when its configuration says `\"return_proc_mode\": \"centered_
                  f"([`compute_centered_ranks`, lines 80-84]({ES_PY}#L80-L84))")
 STARTER_TIES = f"The starter's `compute_ranks` ([lines 69-77]({ES_PY}#L69-L77)) ranks with `x.argsort()`"
 STARTER_SIGMA = f"(`g /= returns_n2.size`, [`951f199:es_distributed/es.py` line 247]({ES_PY}#L247))"
+STARTER_ADAM = (f"and hands `g` to its optimizer ([line 249]({ES_PY}#L249)), Adam in the configuration of section 1, "
+                "whose step does not grow with the gradient's scale (notebook 01, section 2)")
 
 
 def blog_cited():
@@ -102,6 +104,23 @@ def starter_sigma_cited():
     assert f"`g /= returns_n2.size`, [`951f199:{STARTER}` line 247]({ES_PY}#L247)" in STARTER_SIGMA
 
 
+def starter_adam_cited():
+    """Line 249 is optimizer.update(-g + config.l2coeff * theta); humanoid.json, the one
+    configuration at 951f199, names Adam (optimizers.py: step = -a * m / (sqrt(v) + epsilon),
+    unchanged when every gradient is scaled alike, as the solution of notebook 01 shows)."""
+    assert f"([line 249]({ES_PY}#L249))" in STARTER_ADAM and "configuration of section 1" in STARTER_ADAM
+    adam = solution("01_cartpole", "adam_update")["adam_update"]
+    rng = np.random.default_rng(0)
+    grads = rng.standard_normal((5, 6))
+    paths = []
+    for scale in (1.0, 50.0):
+        theta, state = np.zeros(6), None
+        for g in grads:
+            theta, state = adam(theta, scale * g, state, 0.01)
+        paths.append(theta)
+    assert np.allclose(paths[0], paths[1], rtol=1e-4, atol=0), paths      # up to epsilon
+
+
 def _step_along_gradient(sigma, distance, reps=1000, population=20):
     """The mean step of ranks-shaped ES on the quadratic, along the direction to the top, in
     units of lr / sigma, from ``distance`` away."""
@@ -152,6 +171,11 @@ CLAIMS: list[Claim] = [
     Claim(STARTER_SIGMA, starter_sigma_cited,
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 247 (g /= returns_n2.size, "
           "no division by noise_stdev)"),
+    Claim(STARTER_ADAM, starter_adam_cited,
+          "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 249 (optimizer.update(-g + "
+          "config.l2coeff * theta)), configurations/humanoid.json (\"optimizer\": {\"type\": \"adam\"}, the one "
+          "configuration), es_distributed/optimizers.py (Adam: step = -a * m / (sqrt(v) + epsilon)); the scale "
+          "invariance recomputed with notebook 01's adam_update"),
     Claim("is about `0.28 lr / sigma` long whatever the scale of `f`: a member's centered rank is about "
           "$\\Phi(z) - 1/2$, with $z$ its noise along the gradient and $\\Phi$ the standard normal's cumulative "
           "distribution function, and `0.28` is $\\mathbb{E}[(\\Phi(z) - 1/2)\\, z]$", rank_step_length,

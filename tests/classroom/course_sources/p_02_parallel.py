@@ -1,6 +1,4 @@
 """Sources of the numbers on page 02_parallel."""
-import ast
-import re
 
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
@@ -36,7 +34,37 @@ def _numpy_docstrings():
     import numpy as np
     assert "Reseed the singleton RandomState instance" in np.random.seed.__doc__
     assert "that can be used to seed independent BitGenerators" in " ".join(np.random.SeedSequence.__doc__.split())
-    assert "array_like[ints]" in np.random.default_rng.__doc__
+    # section 2: default_rng's and SeedSequence's words, as the page quotes them
+    assert "If an ``int`` or ``array_like[ints]`` is passed, then all values must be non-negative and will be " \
+           "passed to `SeedSequence`" in " ".join(np.random.default_rng.__doc__.split())
+    assert np.random.SeedSequence.__doc__.split()[:5] == ["SeedSequence", "mixes", "sources", "of", "entropy"]
+    # the introduction: np.random.seed() without a seed reads the operating system's entropy
+    assert "If `seed` is ``None``, then the `MT19937` BitGenerator is initialized by reading data from " \
+           "``/dev/urandom``" in " ".join(np.random.RandomState.__doc__.split())
+
+
+def _fork_default():
+    """fork: multiprocessing's default on Linux in the installed Python (before 3.14, whose What's
+    New says the default changed to forkserver; a cited document, checked by hand); joblib's
+    multiprocessing backend takes multiprocessing's default context."""
+    import multiprocessing as mp
+    import sys
+    import joblib
+    import joblib.parallel
+    if sys.platform.startswith("linux"):
+        assert sys.version_info < (3, 14) and mp.get_context().get_start_method() == "fork"
+    assert joblib.__version__ == "1.6.0", joblib.__version__
+    _line(joblib.parallel, 1304, 'self._backend_kwargs["context"] = mp.get_context()')
+    assert "What's New in Python 3.14*, section multiprocessing" in _FORK
+
+
+def _assignment():
+    """The quoted tip: checked by hand in yandexdataschool/Practical_RL at commit 6f7fa8b, markdown
+    cell "Tips on implementation": "* For joblib, make sure random variables are independent in
+    each job. Simply add `np.random.seed()` at the beginning of your "job" function." """
+    for cited in ("6f7fa8bc521af3d6bb47833c4670f44740f26aa6/week01_intro/project_starter_evolution_strategies.ipynb",
+                  "*Tips on implementation*", '"For joblib, make sure random variables are independent in each job"'):
+        assert cited in _ASSIGNMENT
 
 
 def _corner():
@@ -52,12 +80,13 @@ def _parallel_returns_check():
     assert "p % n_jobs and p % 2" in src
 
 
-def _nine_neighbours():
-    from classroom import check
-    src = source_of(check._RAW["member_noise"])
-    found = re.search(r"for ds, dg, dm in (\(.*?\)):", src, re.S)
-    assert found and len(ast.literal_eval(found.group(1))) == 9
-
+_FORK = ("`fork` is `multiprocessing`'s default on Linux until Python 3.14 (which made it `forkserver`: *What's "
+         "New in Python 3.14*, section multiprocessing), and joblib's `\"multiprocessing\"` backend uses that default "
+         "(joblib 1.6.0, module `joblib.parallel`, line 1304)")
+_ASSIGNMENT = ("The course's original assignment (Practical_RL's [`week01_intro/project_starter_evolution_strategies.ipynb`]"
+               "(https://github.com/yandexdataschool/Practical_RL/blob/6f7fa8bc521af3d6bb47833c4670f44740f26aa6/"
+               "week01_intro/project_starter_evolution_strategies.ipynb), *Tips on implementation*) says: \"For joblib, "
+               "make sure random variables are independent in each job\"")
 
 CLAIMS: list[Claim] = [
     Claim("each job reseeded [+5 points]", _points, "the graded points of notebook 02's checks (classroom.check)"),
@@ -72,5 +101,9 @@ CLAIMS: list[Claim] = [
           "`[0, 3)`, `[3, 7)`, `[7, 11)`.", _corner, "computed with NumPy"),
     Claim("two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3 and 2", _parallel_returns_check,
           "classroom.check.parallel_returns"),
-    Claim("nine neighbouring triples", _nine_neighbours, "classroom.check.member_noise's list of neighbours"),
+    Claim(_FORK, _fork_default, "the installed Python's default start method, joblib's parallel.py line 1304; "
+          "Python 3.14's What's New (multiprocessing: fork to forkserver), read in quotations of it and "
+          "CPython PR 125750's documentation diff"),
+    Claim(_ASSIGNMENT, _assignment, "Practical_RL's week01_intro/project_starter_evolution_strategies.ipynb at "
+          "commit 6f7fa8b, its markdown cell Tips on implementation, read by hand"),
 ]

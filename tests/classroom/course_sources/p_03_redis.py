@@ -105,8 +105,7 @@ def _epoch():
 SEEDS_ONLY = ("**The check:** 12 generations of your function in this process (the master) and in 3 worker processes "
               "that get the generation-0 center once and then only each generation's returns (drawn by the check, "
               "chunks of unequal sizes; each worker starts with a global NumPy state of its own). Every worker must end "
-              "every generation bit-identical to the master, and the master within 1e-5 (relative) of the course's "
-              "update")
+              "every generation bit-identical to the master, and the master bit-identical to section 4's `es_update`")
 
 
 def _seeds_only_check():
@@ -118,9 +117,29 @@ def _seeds_only_check():
     assert "seeds_only=len(bounds)" in src and "for a, b in bounds]" in src
     bounds = re.search(r"bounds = \[(.*)\]\n", src).group(1)
     assert bounds.count("), (") + 1 == cuts + 1 == 3, bounds
-    assert "> 1e-5)" in src
+    assert 'np.any(master != want["right"], axis=1)' in src       # bit for bit
+    _answer_key_is_es_update()
     assert f"{generations} generations" in SEEDS_ONLY and f"in {cuts + 1} worker processes" in SEEDS_ONLY
-    assert "within 1e-5 (relative)" in SEEDS_ONLY
+
+
+def _answer_key_is_es_update():
+    """The check's right answer (classroom.references) is section 4's es_update, bit for bit: the
+    function run from the page's own text, over 12 generations of drawn returns."""
+    import numpy as np
+    from classroom import references
+    from classroom.cartpole_workers import pair_noise
+    src = next(src for kind, src, _ in cells("03_redis") if kind == "code" and "\ndef es_update(" in src)
+    code = re.search(r"^def es_update\(.*?(?=^\S)", src, re.M | re.S).group(0)
+    rng = np.random.default_rng(5)
+    seed, population, sigma, lr, dim = 17, 22, 0.13, 0.31, 7
+    ns = {"np": np, "pair_noise": pair_noise, "SEED": seed, "POPULATION": population, "SIGMA": sigma, "LR": lr}
+    exec(code, ns)
+    center = (rng.standard_normal(dim) * 0.1).astype(np.float32)
+    returns = [[rng.standard_normal(population) * 30 + 5] for _ in range(12)]
+    want = references.seeds_only_update(center, seed, returns, sigma, lr)["right"]
+    for g, (r,) in enumerate(returns):
+        center = ns["es_update"](center, g, r)
+        assert center.dtype == np.float32 and np.array_equal(center, want[g]), g
 
 
 FIGURE = "The paper scales its humanoid runs up to 1,440 CPU cores (Salimans et al. 2017, Figure 1)."
@@ -199,7 +218,7 @@ CLAIMS: list[Claim] = [
     Claim(EXAMPLE, _example, "the solution's encode_result and decode_result on the example"),
     Claim("seconds since 1970", _epoch, "time.time()'s epoch (time.gmtime(0))"),
     Claim(WORKED, _worked, "each row through the solution's chunks_to_requeue, and the whole table"),
-    Claim(SEEDS_ONLY, _seeds_only_check, "check.seeds_only_update's code: generations, chunks, tolerance"),
+    Claim(SEEDS_ONLY, _seeds_only_check, "check.seeds_only_update's code: generations, chunks, bit for bit"),
     Claim(FIGURE, _figure, "Salimans et al. 2017 (arXiv:1703.03864), Figure 1: time to a humanoid score of 6,000 "
           "against CPU cores, up to 1,440 (checked against the paper's figure, as docs/locomotion.md cites it); "
           "the cell's workers = 1440"),

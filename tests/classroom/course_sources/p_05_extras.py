@@ -69,6 +69,35 @@ def _vbn_check_names():
     assert '_call_leaving(fn, ("reference", "inputs")' in src and "_close(got, want[\"right\"])" in src
 
 
+def _head_inputs():
+    """What the pixel agent's head reads: 5 numbers per keypoint (pong.keypoints.keypoint_features:
+    newest column and row, their slopes over the 4 frames, the newest presence), 30 for six
+    keypoints, and their pairwise products and squares (_quadratic): 465 more, 495 in all."""
+    import inspect
+    from pong.keypoints import (FEATURES_PER_KEYPOINT, FRAMES, PULL_SCALE, PongKeypointsPolicy, _quadratic,
+                                keypoint_features)
+    assert FEATURES_PER_KEYPOINT == 5 and FRAMES == 4
+    col, row, presence = (np.random.default_rng(i).random((3, 6, 4)) for i in range(3))
+    f = keypoint_features(col, row, presence)
+    assert f.shape == (3, 30) and _quadratic(f).shape == (3, 30 + 465) and 30 * 31 // 2 == 465
+    src = inspect.getsource(keypoint_features)
+    assert "col[..., 3]" in src and "row[..., 3]" in src and "(col * _STEPS)" in src and "(row * _STEPS)" in src
+    assert "presence[..., 3]" in src
+    policy = PongKeypointsPolicy(6, (8,), motion=True, pull_scale=PULL_SCALE, conv="taps", pull="windows")
+    assert policy.num_features == 495
+
+
+def _pixel_run_settings():
+    """The cell's SEED, SIGMA and MEMBERS are the shipped pixel agent's run's (pong/agent-pixels.json)."""
+    import re
+    code = "\n".join(src for kind, src, _ in cells("05_extras") if kind == "code")
+    seed, sigma, members = re.search(r"^SEED, SIGMA, MEMBERS = (\d+), ([\d.]+), (\d+)", code, re.M).groups()
+    config = load("pong/agent-pixels.json")["config"]
+    assert (int(seed), float(sigma), int(members)) == (config["seed"], config["sigma"], config["population"])
+    assert "policy.initial_params(SEED)" in code and "center + SIGMA * n" in code
+    assert config["init"] is None and config["antithetic"]          # from initial_params(seed); mirrored pairs
+
+
 @lru_cache(maxsize=None)
 def _figure():
     """The figure's run (its figure.json) and the checkpoint it shows: the keypoints' windows in
@@ -133,13 +162,19 @@ CLAIMS: list[Claim] = [
     Claim("it names a missing floor, the sample standard deviation (`ddof=1`), a missing clip, statistics taken "
           "over `inputs` instead of `reference`, a floor on the variance instead of the standard deviation, and an "
           "argument changed in place", _vbn_check_names, "classroom/check.py's virtual_batch_norm"),
+    Claim("reads 5 numbers per keypoint (the newest frame's column and row, their slopes over the 4 frames, and its "
+          "presence: how much of its attention falls on pixels that differ from the empty field), 30 in all, with "
+          "their 465 pairwise products and squares: 495 inputs", _head_inputs,
+          "pong/keypoints.py: FEATURES_PER_KEYPOINT, keypoint_features, _quadratic, PongKeypointsPolicy.num_features"),
+    Claim("(`policy.initial_params(SEED)`, the run's seed), `MEMBERS` members perturbed at the run's `SIGMA`",
+          _pixel_run_settings, "the cell's SEED, SIGMA, MEMBERS against pong/agent-pixels.json's config"),
     Claim("It scores +6.4 a game (points won minus points lost) over 20 held-out games, where a random player "
           "scores -20.15", _pixel_agent_score,
           "pong/agent-pixels.json (its eval), and the figure's checkpoint is that agent's generation"),
     Claim("The numbers under the picture are measured on 1,500 steps of that game", _figure_steps,
           f"{PIXEL_RUN}/figure.json"),
-    Claim("Windows 1 to 4 (columns 7 to 14, 15 to 22, 19 to 26 and 26 to 33) each hold the ball while it crosses "
-          "their stretch of the field, on 19%, 11%, 15% and 5% of the steps; there their rows follow the ball's "
+    Claim("Windows 1 to 4 (columns 7 to 14, 15 to 22, 19 to 26 and 26 to 33) each hold something on 19%, 11%, 15% "
+          "and 5% of the steps; there their rows follow the ball's "
           "(correlations 0.86, 0.93, 0.97 and 0.99) and so do their columns (0.93, 0.98, 0.98 and 0.85)",
           _middle_windows, f"{PIXEL_RUN}/figure.json and the windows of its checkpoint kept/230.npz"),
     Claim("Window 0 (columns 0 to 7) sits at the opponent's paddle, yet over all steps its row follows the ball's "

@@ -89,7 +89,9 @@ def _mean_std_example():
 def _check_tolerances():
     import inspect
     from classroom import check
-    assert "rel_error(got, want[key]) <= 1e-12" in source_of(check._RAW["merge_stats"])
+    merge = source_of(check._RAW["merge_stats"])
+    assert "rel_error(got, want[key]) <= 1e-12" in merge
+    assert '_dtype(out[1], np.float64' in merge and '_dtype(out[2], np.float64' in merge
     assert inspect.signature(check._close).parameters["tol"].default == 1e-6
     assert '_close(got_mean, want["mean"])' in source_of(check._RAW["mean_std"])
 
@@ -175,6 +177,27 @@ def _hopper_threshold():
     assert TASKS["hopper"][2] == 3120
 
 
+def _bonus_added_back():
+    """A short Hopper run: its metrics' center_score, pop_mean and pop_max are gymnasium's own
+    returns (its members replayed without the shift), though training ranks the shifted ones."""
+    import tempfile
+    from dataclasses import replace
+    from classroom import references
+    from classroom.mujoco_runs import HELD_OUT, RunConfig, StudentCode, load_metrics, mirrored_noise, play, train
+    code = StudentCode(*(references.SOLUTIONS[k][0] for k in ("merge_stats", "mean_std", "linear_policy")))
+    config = replace(RunConfig(task="hopper"), population=4, max_generations=1, workers=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        train(code, tmp, config, progress=None)
+        row = load_metrics(tmp)[0]
+    dim = 11 * 3 + 3
+    params = np.vstack([np.float32(config.sigma) * mirrored_noise(config.seed, 0, 4, dim), np.zeros((1, dim))])
+    seed = np.random.default_rng([config.seed, 0, 7]).integers(HELD_OUT)
+    returns, lengths, _, _ = play("Hopper-v5", code.policy, params, [seed] * 5, np.zeros(11), np.ones(11))
+    assert np.allclose([row["center_score"], row["pop_mean"], row["pop_max"]],
+                       [returns[4], returns[:4].mean(), returns[:4].max()], rtol=1e-9, atol=0), (row, returns)
+    assert returns[:4].mean() - lengths[:4].mean() < row["pop_mean"]          # the bonus is in it
+
+
 def _both(*fns):
     def holds():
         for fn in fns:
@@ -189,16 +212,30 @@ PAPER = "Salimans et al. 2017, arXiv:1703.03864v2, read in its text: section 4.1
 
 CLAIMS: list[Claim] = [
     Claim("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) and on Atari. "
-          "Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear** policy on **normalized "
-          "observations** learns the robots' tasks with plain random search; their Table 1 counts the episodes each "
-          "method needs to reach a threshold: Swimmer 325, Hopper 3,120, HalfCheetah 3,430.",
+          "Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear** policy learns the robots' "
+          "tasks with **augmented random search** (ARS): random search that divides its step by the returns' standard "
+          "deviation, may keep only its best directions and, in its version V2, normalizes the observations (their "
+          f"code, "
+          f"[`4c8e24e:code/ars.py`]({A}) lines 362, 273-274 and 264-270). Their Table 1 sets a return to reach on "
+          "each task (Swimmer 325, Hopper 3,120, HalfCheetah 3,430) and counts the episodes each method needs to "
+          "reach it.",
           _both(_cites("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) "
-                       "and on Atari. Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear** "
-                       "policy on **normalized observations** learns the robots' tasks with plain random search; "
-                       "their Table 1", "section 4.1", "arXiv:1803.07055", "Table 1"), _thresholds),
-          PAPER + "; Mania, Guy, Recht 2018, arXiv:1803.07055, Table 1 (episodes to reach Swimmer-v1 325, Hopper-v1 "
-          "3120, HalfCheetah-v1 3430), the thresholds the course's tasks use (classroom/mujoco_runs.py TASKS, "
-          "locomotion/plugin.py TASKS)"),
+                       "and on Atari. Mania, Guy and Recht (2018, arXiv:1803.07055)", "section 4.1",
+                       "arXiv:1803.07055"),
+                _cites(f"(their code, [`4c8e24e:code/ars.py`]({A}) lines 362, 273-274 and 264-270). Their Table 1",
+                       f"[`4c8e24e:code/ars.py`]({A})", "lines 362, 273-274 and 264-270", "Table 1",
+                       repo=ARS, commit="4c8e24e", path="code/ars.py",
+                       lines={362: "'MeanStdFilter' for v2, 'NoFilter' for v1",
+                              273: "normalize rewards by their standard deviation",
+                              274: "rollout_rewards /= np.std(rollout_rewards)",
+                              264: "select top performing directions if deltas_used < num_deltas",
+                              269: "np.percentile(max_rewards", 270: "deltas_idx = deltas_idx[idx]"}),
+                _thresholds),
+          PAPER + "; Mania, Guy, Recht 2018, arXiv:1803.07055, Table 1 (episodes to reach the thresholds "
+          "Swimmer-v1 325, Hopper-v1 3120, HalfCheetah-v1 3430), the thresholds the course's tasks use "
+          "(classroom/mujoco_runs.py TASKS, locomotion/plugin.py TASKS); modestyachts/ARS at 4c8e24e, code/ars.py "
+          "lines 264-270 (top directions), 273-274 (rewards / their std), 362 (MeanStdFilter for V2), read in git "
+          "show"),
     Claim("`HalfCheetah-v5` (a 2D cheetah: 17 observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, "
           "reward = forward speed less a small cost on the torques) to run past 3,430",
           _task_facts, "gymnasium's HalfCheetah-v5 as installed (spaces, max_episode_steps); TASKS's threshold"),
@@ -216,7 +253,8 @@ CLAIMS: list[Claim] = [
     Claim("* **Example:** `a = (2, [1., 4.], [1., 10.])` (states `[0, 1]`, `[1, 3]`), `b = (1, [2., 2.], "
           "[4., 4.])` (state `[2, 2]`): `(3, [3., 6.], [5., 14.])`.",
           _merge_example, "the sums of the listed states, and the solution's merge_stats on them"),
-    Claim("the sums within a relative error of 1e-12", _check_tolerances, "check.merge_stats's source"),
+    Claim("the sums float64 and within a relative error of 1e-12", _check_tolerances,
+          "check.merge_stats's source (its _dtype lines and tolerance)"),
     Claim("* **Example:** `(3, [3., 6.], [5., 14.])`: `mean = [1, 2]`, `var = [5/3 - 1, 14/3 - 4] = [0.6667, "
           "0.6667]`, `std = [0.8165, 0.8165]`.", _mean_std_example, "the solution's mean_std"),
     Claim("**The check:** relative error at most 1e-6", _check_tolerances, "check._close's default tolerance, "
@@ -233,6 +271,9 @@ CLAIMS: list[Claim] = [
                  "lines 77 and 399", repo=ARS, commit="4c8e24e", path="code/ars.py",
                  lines={77: "total_reward += (reward - shift)", 399: "Hopper-v1, Walker2d-v1, and Ant-v1 use shift = 1"}),
           "modestyachts/ARS at 4c8e24e0a99cf811030e90680fc29eb94fae8cdd, code/ars.py lines 77 and 399 (read in git show)"),
+    Claim("Every score the loop reports or compares with the threshold (its progress lines, `metrics.jsonl`) adds "
+          "the bonus back: gymnasium's own return.", _bonus_added_back,
+          "classroom.mujoco_runs.train: one Hopper generation, its members replayed without the shift", slow=True),
     Claim("HalfCheetah has no bonus (it cannot fall: the episode always lasts 1,000 steps), so its shift is 0.",
           _cheetah_never_falls, "gymnasium's HalfCheetahEnv (no healthy_reward, no termination), TASKS's shift"),
     Claim("The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step 0.01, one "
@@ -257,6 +298,19 @@ CLAIMS: list[Claim] = [
                  lines={379: "ob_sum=", 380: "ob_sumsq=", 381: "ob_count=", 216: "ob_stat.increment(result.ob_sum",
                         16: "Task = namedtuple('Task', ['params', 'ob_mean', 'ob_std', 'timestep_limit'])"}),
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py lines 16, 216, 379-381"),
+    Claim(f"(`ac_noise_std` 0.01 in [`951f199:configurations/humanoid.json` line 24]({S[:-len('/es_distributed')]}"
+          f"/configurations/humanoid.json#L24), added in [`951f199:es_distributed/policies.py` lines 198-199]({S}"
+          "/policies.py#L198-L199))",
+          _both(_cites("(`ac_noise_std` 0.01 in [`951f199:configurations/humanoid.json` line 24]",
+                       "`951f199:configurations/humanoid.json` line 24", repo=STARTER, commit="951f199",
+                       path="configurations/humanoid.json", lines={24: '"ac_noise_std": 0.01'}),
+                _cites(f"added in [`951f199:es_distributed/policies.py` lines 198-199]({S}/policies.py#L198-L199))",
+                       "`951f199:es_distributed/policies.py` lines 198-199", "policies.py#L198-L199", repo=STARTER, commit="951f199", path="es_distributed/policies.py",
+                       lines={198: "if random_stream is not None and self.ac_noise_std != 0",
+                              199: "a += random_stream.randn(*a.shape) * self.ac_noise_std"})),
+          "openai/evolution-strategies-starter at 951f199: configurations/humanoid.json line 24, "
+          "es_distributed/policies.py lines 198-199 (act), which es.py's training rollouts call with their "
+          "random stream (lines 306 and 309), read in git show"),
     Claim("The paper's MuJoCo policies are multilayer perceptrons with two hidden layers of 64 `tanh` units (its "
           "section 4.1): 5,702 parameters for HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), "
           "against the 108 of your linear policy, which Mania et al. showed is enough for these thresholds. With 64 "
