@@ -304,6 +304,10 @@ def centered_ranks(fn, rng):
         return
     if any(np.ptp(got[ties == v]) > 1e-9 for v in np.unique(ties)):
         _fail("centered_ranks: tied returns got different weights; ties must share the mean of their ranks")
+    for side, which in (("left", "lowest"), ("right", "highest")):
+        rank = np.searchsorted(np.sort(ties), ties, side=side) - (side == "right")   # each tie's lowest or highest
+        if _close(got, rank / (n + 7) - 0.5):
+            _fail(f"centered_ranks: tied returns got their {which} rank, not the mean of their ranks")
     _blame_ranks(got, ties, want_ties)
 
 
@@ -412,15 +416,19 @@ def adam_update(fn, rng):
 def train_cartpole(fn, rng):
     """train_cartpole(seed) -> linear policy parameters (10 floats, es.policies.MLPPolicy(4, 2, ())
     layout), trained from two fresh seeds and one of them again: the same seed gives the same
-    parameters, other seeds other ones, and each solves CartPole-v1 (mean return >= 475 on
-    seeds 1000..1019)."""
+    parameters, other seeds other ones, each solves CartPole-v1 (mean return >= 475 on seeds
+    1000..1019), and the global np.random state is neither seeded nor drawn from."""
     from es.envs import EnvProblem
     a, b = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
-    runs = {}
+    runs, g = {}, int(rng.integers(2 ** 31))
     for seed in (a, b):
-        params = np.asarray(_call(fn, seed), dtype=np.float32).ravel()
+        reply = _observe(fn, seed, global_seed=g, draw_after=True)
+        params = np.asarray(reply["value"], dtype=np.float32).ravel()
         if params.size != 10:
             _fail(f"train_cartpole: expected 10 parameters (4x2 weights + 2 biases), got {params.size}")
+        if reply["after"] != np.random.RandomState(g).random_sample():
+            _fail("train_cartpole: it uses the global np.random state (it seeds it or draws from it); draw every "
+                  "random number from the generator built from the seed, never np.random.*")
         runs[seed] = params
     if np.array_equal(runs[a], runs[b]):
         _fail(f"train_cartpole: seeds {a} and {b} gave the same parameters; it ignores its seed (or returns "
@@ -441,8 +449,10 @@ def train_cartpole(fn, rng):
 @_register("member_noise", "M2", 2, "02_parallel")
 def member_noise(fn, rng):
     """Noise of one member, float64 (dim,), from (seed, generation, member) alone, never the
-    global state; different (seed, generation, member) never share noise: neighbours that a sum,
-    a weighted sum, a product (seed 0, generation 0) or run-together digits would confuse."""
+    global state; standard normal (the mean and standard deviation of a long draw); different
+    (seed, generation, member) never share noise, nor its negation: neighbours that a sum, the
+    weights 100 or 1000, a product (seed 0, generation 0) or run-together digits would confuse,
+    and members 2k and 2k + 1 (mirroring is evaluate_members' job)."""
     seed, generation, member = int(rng.integers(2 ** 31)), int(rng.integers(1, 500)), int(rng.integers(1000, 5000))
     dim, g = int(rng.integers(4, 10)), int(rng.integers(2 ** 31))
     reply = _observe(fn, seed, generation, member, dim, global_seed=g, draw_after=True)
@@ -458,20 +468,34 @@ def member_noise(fn, rng):
               "from (seed, generation, member)")
     if not np.array_equal(a, np.asarray(_call(fn, seed, generation, member, dim))):
         _fail("member_noise: two calls with the same (seed, generation, member) differ")
+    long = np.asarray(_call(fn, seed, generation, member, 20_000), dtype=np.float64).ravel()
+    if long.size != 20_000 or abs(long.mean()) > 0.05 or abs(long.std() - 1) > 0.05:
+        _fail(f"member_noise: with dim=20_000, {long.size} draws with mean {long.mean():.3f} and standard deviation "
+              f"{long.std():.3f}; standard normals have mean 0 and standard deviation 1: draw them with "
+              "Generator.standard_normal")
     seen = {(seed, generation, member): a}
     # neighbours that sums or weighted sums of the three integers would send to the same seed,
-    # then those a product (seed 0, generation 0) or digits run together (1|23 and 12|3) would
+    # then those a product (seed 0, generation 0) or digits run together (1|23 and 12|3) would;
+    # member - 1 and member + 1: one of them shares member // 2 (mirroring inside member_noise)
     keys = [(seed + ds, generation + dg, member + dm) for ds, dg, dm in (
-        (0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 1, -1), (1, -1, 0), (0, 0, 100), (0, 1, -100), (0, 0, 1000),
-        (0, 1, -1000))]
+        (0, 0, 1), (0, 0, -1), (0, 1, 0), (1, 0, 0), (0, 1, -1), (1, -1, 0), (0, 0, 100), (0, 1, -100),
+        (0, 0, 1000), (0, 1, -1000))]
     keys += [(0, generation, member), (0, generation + 1, member), (seed, 0, member), (seed + 1, 0, member),
              (seed, 1, 23), (seed, 12, 3)]
     for key in keys:
         noise = np.asarray(_call(fn, *key, dim))
         for other, was in seen.items():
-            if np.allclose(noise, was):
-                pair = f"member_noise: {other} and {key} (seed, generation, member) got the same noise"
+            negated = np.allclose(noise, -was)
+            if negated or np.allclose(noise, was):
+                pair = (f"member_noise: {other} and {key} (seed, generation, member) got the same noise"
+                        + (", one negated" if negated else ""))
                 fix = "give the three integers to default_rng as a list, [seed, generation, member]"
+                if key[:2] == other[:2] and key[2] // 2 == other[2] // 2:
+                    _fail(f"{pair}: members 2k and 2k + 1 share a stream; member_noise gives one stream per integer "
+                          "member (the member itself, not member // 2, and never negated): the mirroring is "
+                          "evaluate_members' job")
+                if negated:
+                    _fail(f"{pair}; {fix}, and return its draws as they are")
                 if sum(key) == sum(other):
                     _fail(f"{pair}: seed + generation + member collide; {fix}")
                 if 0 in key[:2] and 0 in other[:2]:
@@ -489,15 +513,23 @@ def member_noise(fn, rng):
 def parallel_returns(fn, evaluate_members, rng):
     """parallel_returns(center, sigma, seed, generation, population, n_jobs) equals
     evaluate_members(center, sigma, seed, generation, 0, population), float64, for populations that
-    are not multiples of n_jobs, with n_jobs chunks evaluated in more than one process. (The n_jobs
-    given to joblib.Parallel is not seen: with n_jobs chunks, at most n_jobs run at once anyway.)"""
+    are not multiples of n_jobs, with n_jobs chunks evaluated in more than one process (the check's
+    recorder of those processes travels with joblib's default backend, loky, not "multiprocessing").
+    (The n_jobs given to joblib.Parallel is not seen: with n_jobs chunks, at most n_jobs run at once.)"""
     center = (rng.standard_normal(10) * 0.1).astype(np.float32)
     sigma, seed, generation = float(rng.uniform(0.2, 0.6)), int(rng.integers(2 ** 31)), int(rng.integers(100))
     for n_jobs in (3, 2):
         population = int(rng.choice([p for p in range(11, 24) if p % n_jobs and p % 2]))
         want = np.asarray(_call(evaluate_members, center, sigma, seed, generation, 0, population), dtype=np.float64)
-        reply = _observe(fn, center, sigma, seed, generation, population, n_jobs,
-                         spy={"name": "evaluate_members", "args": [4, 5], "delay": 0.4})
+        try:
+            reply = _observe(fn, center, sigma, seed, generation, population, n_jobs,
+                             spy={"name": "evaluate_members", "args": [4, 5], "delay": 0.4})
+        except Exception as exc:
+            if "_spy.<locals>" not in str(exc):       # the check's recorder, which only loky's pickler can send
+                raise
+            _fail("parallel_returns: joblib could not send the check's recorder of evaluate_members (it notes "
+                  "which process ran each chunk) to its workers: use joblib's default backend (loky), "
+                  "Parallel(n_jobs=n_jobs) with no backend argument")
         got = np.asarray(reply["value"], dtype=np.float64).ravel()
         chunks = sorted((a, b) for _, a, b in reply.get("spied", []))
         _blame_chunks(got, want, chunks, population, n_jobs)
@@ -570,6 +602,9 @@ def result_codec(encode_result, decode_result, rng):
     got = np.asarray(out["returns"], dtype=np.float64)
     if not np.array_equal(got, returns):
         if got.shape == returns.shape and np.allclose(got, returns, rtol=1e-6):
+            if any(returns.astype(order).tobytes() in bytes(payload) for order in ("<f8", ">f8")):
+                _fail("decode_result: returns lose bits (read back as float32?); the payload holds them as float64, "
+                      "read them as float64 so the run stays bit-identical")
             _fail("encode_result: returns lose bits (float32?); send float64 so the run stays bit-identical")
         _fail("decode_result: returns came back different")
     if not np.array_equal(np.asarray(out["lengths"]), lengths):
@@ -633,7 +668,8 @@ def gather(fn, rng):
     """gather(url, generation, bounds, lease_seconds, timeout) -> (returns, lengths), run with the
     course's decode_result and chunks_to_requeue, against
     classroom.redis_workers.FaultyWorkers on a real Redis: a stale result, a result for a chunk not
-    in bounds that overlaps a real one, a worker that dies holding a lease, one that dies before writing it, a duplicate result and
+    in bounds that starts where a real one does (just before that chunk's result and again just after), a
+    worker that dies holding a lease, one that dies before writing it, a duplicate result and
     a slow worker that is alive. The returns must be exact (float64 returns, int64 lengths), each
     lost chunk handed out again, and the live one never. Then, on a chunk nobody takes, it must
     give up with a TimeoutError after its timeout."""
@@ -700,10 +736,13 @@ def gather(fn, rng):
         _fail(f"gather: a result of generation {workers.generation - 1} (an earlier one) entered chunk {a}:{b}; drop "
               "results whose generation is not the one being gathered")
     a, b = map(int, workers.chunk_of("overlap").split(":"))
-    if np.array_equal(got[a:b], workers.returns[a:b] + 500.0):
-        _fail(f"gather: a result for chunk {workers.unknown[0]}:{workers.unknown[1]}, which is not in bounds, entered "
-              f"members {a} to {b - 1} after chunk {a}:{b}'s own result; drop results whose chunk "
-              'f"{first}:{first + count}" is not in bounds')
+    u, v = workers.unknown
+    lo, hi = max(a, u), min(b, v)
+    if np.array_equal(got[lo:hi], workers.returns[lo:hi] + 500.0):
+        members = f"member {lo}" if hi - lo == 1 else f"members {lo} to {hi - 1}"
+        _fail(f"gather: a result for chunk {u}:{v}, which is not in bounds, entered {members} (it came "
+              f"just before chunk {a}:{b}'s own result and again just after); a result's chunk is its first member and "
+              'its count, f"{first}:{first + count}", not its first member alone: drop it when that chunk is not in bounds')
     a, b = map(int, workers.chunk_of("duplicate").split(":"))
     if np.array_equal(got[a:b], workers.returns[a:b] - 7.0):
         _fail(f"gather: chunk {a}:{b}'s second result replaced its first; once a chunk is in, drop its duplicates")
@@ -931,6 +970,9 @@ def downsample(fn, rng):
     if np.array_equal(got, want["transposed"]):
         _fail("downsample: rows and columns are swapped (each frame is transposed); rows shrink by 5 (210 -> 42), "
               "columns by 160/42")
+    if _uint8_digest(got) == want["wrapped"]:
+        _fail("downsample: the sums of 5 rows wrapped around: uint8 arithmetic keeps only the sum modulo 256 "
+              "(200 + 100 gives 44); sum the rows in a wider integer type (sum(axis=..., dtype=np.int64))")
     if _uint8_digest(got) == want["truncated"]:
         _fail("downsample: the means are truncated (astype(np.uint8) cuts 17.9 to 17); round to the nearest "
               "integer first, halves to even (np.rint)")
@@ -1308,14 +1350,17 @@ def _stats_out(out, d, what):
     count = np.asarray(out[0])
     if count.shape != () or not np.isfinite(count) or float(count) != int(count):
         _fail(f"{what}: the count must be a whole number, got {out[0]!r}")
+    if count.dtype.kind not in "iu":
+        _fail(f"{what}: the count is a {type(out[0]).__name__} ({out[0]!r}); the contract says an int (add the two "
+              "counts as they are)")
     return int(count), _array(out[1], (d,), f"{what}'s total"), _array(out[2], (d,), f"{what}'s squares")
 
 
 @_register("merge_stats", "extras", 2, "06_locomotion")
 def merge_stats(fn, rng):
     """merge_stats((count, total, squares), (count, total, squares)) -> (count, total, squares):
-    counts, sums and sums of squares add, into new float64 arrays (a and b left as they were).
-    The count exact, the sums within 1e-12 relative error, for two workers that saw very
+    counts, sums and sums of squares add, the count an int, the sums float64 arrays (a and b left
+    as they were). The count exact, the sums within 1e-12 relative error, for two workers that saw very
     different numbers of states, then for a third merged in."""
     d = int(rng.integers(5, 18))
 
@@ -1361,12 +1406,14 @@ def merge_stats(fn, rng):
 def mean_std(fn, rng):
     """mean_std(count, total, squares) -> (mean, std): mean = total / count, std =
     sqrt(max(squares / count - mean**2, 1e-4)); (0, 1) for count 0. Relative error 1e-6, on
-    statistics with a constant state variable, then on count 0; total and squares left as they
-    were (the training loop merges into them afterwards)."""
+    statistics with a constant state variable and one whose variance is 0.01 to 1 (where
+    sqrt(var + 1e-4) is off by more than 1e-6), then on count 0; total and squares left as they were (the
+    training loop merges into them afterwards)."""
     d, n = int(rng.integers(4, 12)), int(rng.integers(20, 500))
     x = rng.standard_normal((n, d)) * rng.uniform(0.05, 20, d) + rng.uniform(-3, 3, d)
-    j = int(rng.integers(d))
+    j, k = (int(i) for i in rng.choice(d, 2, replace=False))
     x[:, j] = rng.uniform(-2, 2)                     # a state variable that never moves
+    x[:, k] = rng.standard_normal(n) * rng.uniform(0.1, 1) + rng.uniform(-3, 3)   # a small variance, 0.01 to 1
     total, squares = x.sum(axis=0), (x * x).sum(axis=0)
     want = answers("mean_std", n, total, squares)
     out = _call_leaving(fn, ("count", "total", "squares"), n, total.copy(), squares.copy())
@@ -1382,6 +1429,9 @@ def mean_std(fn, rng):
             _fail("mean_std: it left out the mean: var = squares / count - mean**2, not squares / count")
         if _close(got_std, want["sample"]):
             _fail("mean_std: it divided by count - 1; these are all the states seen: divide by count")
+        if _close(got_std, want["added_floor"]):
+            _fail(f"mean_std: state variable {k} has a small variance and got std {got_std[k]:.6g}: it added 1e-4 to "
+                  "the variance; floor it instead: std = sqrt(max(var, 1e-4))")
         if np.all(np.isfinite(got_std)) and _close(got_std, want["std_floor"]):
             _fail(f"mean_std: state variable {j} never moves and got std {got_std[j]:.2g}: it floored the std at "
                   "1e-4; floor the variance at 1e-4 (std at least 0.01)")

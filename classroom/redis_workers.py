@@ -13,9 +13,11 @@ a result of the previous generation (for a chunk no worker fails) is waiting, an
 only start taking jobs after 1.5 leases (so a master that ignores what is still queued hands
 it out twice); one worker dies holding a chunk after writing one lease; one dies before
 writing any; one chunk's result arrives twice, the second copy with different numbers;
-another chunk's worker is slow but alive and keeps renewing its lease; right after one more
-chunk's result comes a result for a chunk not in the bounds that overlaps it (members inside
-the population, so that a master that stores it overwrites real results). A chunk handed out again is taken at once by
+another chunk's worker is slow but alive and keeps renewing its lease; just before one more
+chunk's result, and again just after it, comes a result for a chunk not in the bounds that
+starts where it does (one member longer or shorter, inside the population), so that a master
+that stores it overwrites real results, and one that matches a result to its chunk by its
+first member alone takes it for the real one. A chunk handed out again is taken at once by
 an idle worker that writes its lease only ``LATE_LEASE`` leases after taking it (a real
 worker's moment between BLPOP and HSET, stretched): a master that keeps a requeued chunk's old
 queue time sees it lost again at once and pushes it over and over. Every member's true return
@@ -62,7 +64,8 @@ class FaultyWorkers:
                       int(picks[2]): "duplicate", int(picks[3]): "slow", int(picks[5]): "overlap"}
         self.stale = int(picks[4])       # its chunk, answered at once, has a leftover of the last generation
         a, b = self.bounds[int(picks[5])]
-        self.unknown = (a, b + 1) if b < population else (a - 1, b)    # overlaps the "overlap" chunk: not in bounds
+        # not in bounds, with the "overlap" chunk's first member (a last chunk has 2 members or more)
+        self.unknown = (a, b + 1) if b < population else (a, b - 1)
         self.handed_out = {name(a, b): 0 for a, b in self.bounds}
         # What the master did wrong, as the workers saw it. A chunk requeued between its result
         # and the master reading that result is a harmless duplicate, and is not counted.
@@ -98,6 +101,10 @@ class FaultyWorkers:
         pipe.rpush(RESULTS, self.encode(self.generation, a, returns, self.lengths[a:b]))
         pipe.hdel(LEASES, name(a, b))
         pipe.execute()
+
+    def _rogue(self, r):
+        u, v = self.unknown
+        r.rpush(RESULTS, self.encode(self.generation, u, self.returns[u:v] + 500.0, self.lengths[u:v]))
 
     def _take(self, r):
         """The next job, with its lease written in the same transaction that takes it out of the
@@ -187,13 +194,14 @@ class FaultyWorkers:
                     while time.time() < end and not self._stop.is_set():
                         r.hset(LEASES, name(a, b), repr(time.time()))
                         time.sleep(self.lease / 10)
+                if fault == "overlap":       # a chunk not in bounds, with this one's first member: before its result
+                    self._rogue(r)
                 self._answer(a, b)
                 self.working[name(a, b)] = False
                 if fault == "duplicate":     # the same chunk again, from a worker that thought it was lost
                     self._answer(a, b, self.returns[a:b] - 7.0)
-                if fault == "overlap":       # then a chunk that is not in bounds, over this one's members
-                    u, v = self.unknown
-                    r.rpush(RESULTS, self.encode(self.generation, u, self.returns[u:v] + 500.0, self.lengths[u:v]))
+                if fault == "overlap":       # and again after it
+                    self._rogue(r)
         except Exception as exc:   # the server went away at the end of the check
             if not self._stop.is_set():
                 self.errors.append(f"{exc.__class__.__name__}: {exc}")

@@ -57,12 +57,14 @@ def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
 
 
 def downsample(frames) -> dict:
-    """The right frames, the named mistakes' frames (transposed; as a digest, means truncated
-    instead of rounded), and ``halves``: where the exact mean is a half (N % 800 == 400)."""
+    """The right frames, the named mistakes' frames (transposed; as digests, means truncated
+    instead of rounded, and row sums that wrapped around in uint8), and ``halves``: where the
+    exact mean is a half (N % 800 == 400)."""
     right = downsample_batch(np.asarray(frames, dtype=np.uint8))
     n = _sums(frames).reshape(right.shape)
+    wrapped = _sums(frames, wrap=True).reshape(right.shape)
     return {"right": right, "transposed": right.transpose(0, 2, 1), "truncated": uint8_digest((n // 800).astype(np.uint8)),
-            "halves": n % 800 == 400}
+            "wrapped": uint8_digest(np.rint(wrapped / 800).astype(np.uint8)), "halves": n % 800 == 400}
 
 
 def downsample_halves(frames) -> dict:
@@ -71,11 +73,12 @@ def downsample_halves(frames) -> dict:
     return {"halves": int(np.count_nonzero(_sums(frames) % 800 == 400))}
 
 
-def _sums(frames) -> np.ndarray:
+def _sums(frames, wrap: bool = False) -> np.ndarray:
     """Each output of ``downsample_batch`` as the integer N of N / 800 (float64: exact, far below
-    2**53), one row per 42 output pixels."""
-    rows = np.asarray(frames, dtype=np.uint8).reshape(-1, 5, 160).sum(axis=1, dtype=np.int64).astype(np.float64)
-    return rows @ _COLUMNS.astype(np.float64)
+    2**53), one row per 42 output pixels; ``wrap``: with each sum of 5 rows taken modulo 256,
+    as uint8 arithmetic (``frames[:, 0::5] + frames[:, 1::5] + ...``) computes it."""
+    rows = np.asarray(frames, dtype=np.uint8).reshape(-1, 5, 160).sum(axis=1, dtype=np.int64)
+    return (rows % 256 if wrap else rows).astype(np.float64) @ _COLUMNS.astype(np.float64)
 
 
 def stack_frames(stacks, frames) -> dict:
@@ -179,7 +182,8 @@ def mean_std(count, total, squares) -> dict:
     return {"mean": mean, "std": std, "no_floor": np.sqrt(np.maximum(var, 0.0)),
             "std_floor": np.maximum(np.sqrt(np.maximum(var, 0.0)), 1e-4),
             "variance": np.maximum(var, obs_norm.MIN_VAR), "no_mean_squared": np.sqrt(np.maximum(squares / c, 1e-4)),
-            "sample": np.sqrt(np.maximum((squares - c * m ** 2) / max(c - 1, 1), 1e-4))}
+            "sample": np.sqrt(np.maximum((squares - c * m ** 2) / max(c - 1, 1), 1e-4)),
+            "added_floor": np.sqrt(np.maximum(var, 0.0) + 1e-4)}
 
 
 def linear_policy(params, obs, mean, std, low, high) -> dict:

@@ -69,7 +69,9 @@ jupyter>=1.0
 README = """\
 # Evolution Strategies, the course: your notebooks
 
-Seven notebooks take you from ES on a toy function to an Atari Pong agent of your own:
+Seven notebooks take you from ES on a toy function to an Atari Pong agent of your own (04),
+then, as extras, to SNES on a bumpy landscape, the input normalization of a pixel Pong agent
+(05) and a MuJoCo cheetah that learns to run (06):
 
 | notebook | milestone |
 |---|---|

@@ -2,9 +2,9 @@
 # # 00 · Evolution Strategies from scratch
 #
 # ES needs no backpropagation: perturb the parameters with Gaussian noise, see which
-# perturbations scored better, and move towards them. This notebook derives the gradient
-# estimate ES uses, builds its two pieces (fitness shaping and the estimate) and watches them
-# climb a quadratic. The course follows three sources:
+# perturbations scored better, and move towards them. This notebook derives ES's gradient
+# estimate, builds it and its fitness shaping, and watches them climb a quadratic. The course
+# follows three sources:
 #
 # * **the paper**: Salimans, Ho, Chen, Sidor and Sutskever (2017), *Evolution Strategies as a
 #   Scalable Alternative to Reinforcement Learning*,
@@ -13,13 +13,11 @@
 #   [openai.com/index/evolution-strategies](https://openai.com/index/evolution-strategies/);
 # * **OpenAI's starter code**: the code released with the paper,
 #   [github.com/openai/evolution-strategies-starter](https://github.com/openai/evolution-strategies-starter),
-#   at commit `951f199`. A citation of it names the commit and the file, as in
-#   `951f199:es_distributed/es.py` (where its algorithm is), with the lines, and links to them.
+#   cited by file and lines at commit `951f199`.
 #
-# **How the checks work.** Each function you write is followed by a check cell, e.g.
-# `check.centered_ranks(centered_ranks)`. It calls your function on inputs drawn from a seed
-# and compares what it returns with the right answers at a stated tolerance: it prints one
-# line `OK ...`, or names the likely bug and the seed that repeats it
+# **How the checks work.** A check cell follows each function you write, e.g.
+# `check.centered_ranks(centered_ranks)`: it calls your function on inputs drawn from a seed
+# and prints `OK ...`, or names the likely bug and the seed that repeats it
 # (`check.centered_ranks(centered_ranks, seed=S)`). The grader runs the same checks on inputs
 # of its own.
 #
@@ -38,10 +36,10 @@
 # $$\hat g = \frac{1}{n\,\sigma} \sum_i F(\theta + \sigma\varepsilon_i)\, \varepsilon_i,
 # \qquad \mathbb{E}[\hat g] = \nabla_\theta J .$$
 #
-# This is the *score-function estimator* (the score is `grad log p`); reinforcement learning
-# knows it as REINFORCE (Williams 1992), over the policy's *actions*. ES applies it over the
-# *parameters*: the episode's return `F` is all it needs, no gradient of `F`, so no
-# backpropagation through the policy or the environment.
+# This is the *score-function estimator*, known in reinforcement learning as REINFORCE
+# (Williams 1992), applied to the *parameters* rather than the policy's actions: it needs the
+# returns `F` only, never their gradient, so no backpropagation through the policy or the
+# environment.
 #
 # ### Mirrored (antithetic) pairs
 #
@@ -51,20 +49,15 @@
 # $$\hat g_{\text{pairs}} = \frac{1}{2m\,\sigma} \sum_{k=1}^{m}
 #   \big[F(\theta + \sigma\varepsilon_k) - F(\theta - \sigma\varepsilon_k)\big]\,\varepsilon_k .$$
 #
-# Expand `F` around `theta` (Taylor, with `H` the Hessian, the matrix of `F`'s second
-# derivatives): `F(theta +- sigma eps) = F(theta) +- sigma eps^T grad F + sigma^2/2 eps^T H eps
-# +- O(sigma^3)`. In the difference the constant `F(theta)` and the curvature term cancel,
-# leaving `2 sigma eps^T grad F + O(sigma^3)`, so `g_pairs = (1/m) sum_k eps_k eps_k^T grad F +
-# O(sigma^2)`: its only noise is how far the sample covariance of the `eps_k` is from the
-# identity. Without pairs, the term `F(theta) / (n sigma) * sum_i eps_i` stays in the estimate:
-# zero on average, but with a standard deviation of `|F(theta)| / (sigma sqrt(n))` per
-# coordinate, large whenever the returns are large next to `sigma |grad F|` (section 2
-# measures it).
+# Expand `F` around `theta` (`H` is its Hessian): `F(theta +- sigma eps) = F(theta) +- sigma
+# eps^T grad F + sigma^2/2 eps^T H eps +- O(sigma^3)`. In the difference `F(theta)` and the
+# curvature term cancel, leaving `2 sigma eps^T grad F + O(sigma^3)`. Without pairs, the term
+# `F(theta) / (n sigma) * sum_i eps_i` stays in the estimate: zero on average, but with a
+# standard deviation of `|F(theta)| / (sigma sqrt(n))` per coordinate (section 2 measures it).
 #
 # ### Shaped weights: what the estimate then estimates
 #
-# ES rarely weighs the `eps_i` by the raw returns `F_i`. It uses *shaped* weights `w_i` in their
-# place, in the same formula:
+# ES usually replaces the raw returns `F_i` by *shaped* weights `w_i`:
 #
 # $$\hat g = \frac{1}{n\,\sigma} \sum_i w_i\, \varepsilon_i .$$
 #
@@ -76,25 +69,9 @@
 # $$\mathbb{E}\big[u(F(\theta + \sigma\varepsilon))\,\varepsilon\big] / \sigma
 #   = \nabla_\theta\, \mathbb{E}\big[u(F(\theta + \sigma\varepsilon))\big],$$
 #
-#   the gradient of the smoothed *shaped* objective, where `u(F(x))` is, for a large
-#   population, the fraction of the current samples that `x` beats, minus one half. That is
-#   not `grad J`: with ranks the estimate is no unbiased estimate of `grad J`, and its
-#   direction differs from `grad J`'s in general.
-#
-# Why ranks are still fine:
-#
-# * Where `F` is close to linear within `sigma`, the directions agree: if
-#   `F(theta + sigma eps) = F(theta) + sigma g^T eps`, then `u(F)` depends on `eps` only
-#   through `g^T eps`, and by the symmetry of the Gaussian `E[u(F) eps]` is parallel to `g`,
-#   for *any* increasing `u`. Only the length changes.
-# * Where `F` curves within `sigma`, ranks climb the probability that a sample beats the
-#   current population: still uphill for `F`, towards the same tops (an increasing transform
-#   of `F` has the same maxima).
-# * In exchange the step is immune to one lucky outlier and the same for any increasing
-#   transform of `F` (points, points cubed, dollars): its length no longer carries the reward's
-#   scale (section 4).
-#
-# Section 2 measures both cases with your functions.
+#   the gradient of the smoothed *shaped* objective (for a large population, `u(F(x))` is the
+#   fraction of the current samples that `x` beats, minus one half), not `grad J`: its
+#   direction can differ from `grad J`'s, and section 2 measures when.
 
 # %%
 import os
@@ -121,14 +98,13 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 # One rule is this course's, not the starter's: **tied returns share the mean of their
 # ranks.** The starter's `compute_ranks` ([lines 69-77](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L69-L77))
 # ranks with `x.argsort()`, whose default sort is not stable, so equal returns get different
-# ranks in whatever order the sort leaves them. Equal returns say nothing about which way is better: with the mean rank they get equal
-# weights, a mirrored pair whose two members tie adds nothing to the step (its two weights
-# cancel), and the weights do not depend on the members' order. Ties are common in this
-# course: CartPole's members often reach the same maximum return, and Pong scores whole points.
+# ranks in whatever order the sort leaves them. With the mean rank, equal returns get equal
+# weights, and a mirrored pair whose two members tie adds nothing to the step. Ties are
+# common: CartPole's members often reach the maximum return, and Pong scores whole points.
 #
 # **`centered_ranks(returns)`**
-# * **Input:** `returns`, a one-dimensional array (or list) of `n >= 2` real numbers, ties
-#   allowed. Leave it unchanged (the check tells you if your function changed it).
+# * **Input:** `returns`, a one-dimensional float64 array of `n >= 2` returns, ties allowed.
+#   Leave it unchanged.
 # * **Returns:** an array of shape `(n,)`: `rank_i / (n - 1) - 0.5`, where `rank_i` is the rank
 #   of `returns[i]`, counted from $0$ for the smallest to $n - 1$ for the largest, and a group
 #   of tied returns all get the mean of the ranks they occupy.
@@ -140,9 +116,10 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 #
 # <details><summary>Hint: from returns to ranks</summary>
 #
-# `np.argsort(x)` gives the *indices* that sort `x`, not each element's rank: the ranks are
-# `ranks[order] = np.arange(n)`. Then each group of equal returns gets its mean rank, and
-# `ranks / (n - 1) - 0.5` spans `[-0.5, 0.5]`.
+# `np.argsort(x)` gives the *indices* that sort `x`, not each element's rank: with
+# `order = np.argsort(x)`, the ranks are `ranks[order] = np.arange(n)`. Then, for each
+# `value` in `np.unique(x)`, the returns equal to it (`tied = x == value`) all get
+# `ranks[tied].mean()`. Last, `ranks / (n - 1) - 0.5`.
 # </details>
 
 # %%
@@ -171,17 +148,15 @@ check.centered_ranks(centered_ranks)
 #   `theta + sigma * noise[i]`); `weights`, float64 `(n,)`, the shaped returns `w_i`;
 #   `sigma > 0`, a float.
 # * **Returns:** an array of shape `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i eps_i`.
-#   Leave `noise` and `weights` unchanged (the check tells you if your function changed them).
+#   Leave `noise` and `weights` unchanged.
 # * **Worked example:** `noise = [[1, 0], [0, 2]]`, `weights = [0.5, -0.5]`, `sigma = 0.5`:
 #   `(0.5 * [1, 0] - 0.5 * [0, 2]) / (2 * 0.5)` = **`[0.5, -1.0]`**.
 # * **The check:** relative error at most 1e-5, on random noise, weights and sigma; and `noise`
 #   and `weights` left as they were.
 #
-# Keep the `1 / sigma`. With raw returns as the weights, each `F(theta + sigma eps)` differs
-# from `F(theta)` by about `sigma eps^T grad F`, and the `1 / sigma` cancels that `sigma`: the
-# estimate tends to the gradient whatever `sigma` is. With ranks the weights carry no `sigma`,
-# so the step is `lr / sigma` times a length of its own (section 4), and a change of `sigma`
-# needs a change of `lr`. OpenAI's starter code leaves the `1 / sigma` out (`g /=
+# Keep the `1 / sigma`: with raw returns as the weights, `F(theta + sigma eps)` differs from
+# `F(theta)` by about `sigma eps^T grad F`, and the `1 / sigma` cancels that `sigma` (section 4
+# covers ranks). OpenAI's starter code leaves the `1 / sigma` out (`g /=
 # returns_n2.size`, [`951f199:es_distributed/es.py` line 247](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L247))
 # and hands `g` to its optimizer ([line 249](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L249)),
 # Adam in the configuration of section 1, whose step does not grow with the gradient's scale
@@ -208,8 +183,8 @@ check.es_gradient(es_gradient)
 # Your estimate against the exact gradient. For `f(w) = -|w - solution|^2` the smoothed
 # objective is `-|theta - solution|^2 - 2 sigma^2`, so its gradient is `-2 (theta - solution)`.
 # With raw returns as the weights the estimate is unbiased and its error shrinks like
-# `1 / sqrt(n)`. Mirrored pairs (`+eps`, `-eps`) remove the `F(theta)` term (the equation
-# above), which matters here: `|f(theta)| / sigma` is about ten times `|grad f|`.
+# `1 / sqrt(n)` on average (each row below is a single draw). Mirrored pairs remove the
+# `F(theta)` term, which matters here: `|f(theta)| / sigma` is about ten times `|grad f|`.
 #
 # **Expected output** (seed 0): `|f(theta)| / sigma = 39.4, |grad f| = 4.0`; relative error
 # about 0.24, 0.03, 0.003 with mirrored pairs and about 2.5, 0.06, 0.02 without, for `n` = 100,
@@ -244,15 +219,12 @@ for n in (100, 10_000) if FAST else (100, 10_000, 1_000_000):
 
 # %% [markdown]
 # What ranks do to the direction, measured: on `g(w) = -(w_1^2 + 10 w_2^2)` at
-# `theta = (1, 0.3)`, the average of many estimates (`population = 100`, mirrored pairs, each
-# population shaped on its own, as ES does) with raw returns and with your centered ranks,
-# against the exact gradient `(-2, -6)`. At the smaller `sigma`, `g` is nearly linear within
-# reach and both point the same way; at the larger one it curves within reach and the ranks'
-# direction turns away. (The lengths differ too: ranks carry no units of `g`.)
+# `theta = (1, 0.3)`, the average of many estimates (`population = 100`, mirrored pairs) with
+# raw returns and with your centered ranks (each population ranked on its own), against the
+# exact gradient `(-2, -6)`, at a small and a large `sigma`.
 #
 # **Expected output** (seed 0): `raw returns [-1.974 -5.991]` at both sigmas, 0.2 degrees from
-# the exact gradient (what is left of the sampling noise); ranks 0.0 degrees from it at sigma
-# 0.05 and 14.3 degrees at sigma 0.5.
+# the exact gradient; ranks 0.0 degrees from it at sigma 0.05 and 14.3 degrees at sigma 0.5.
 
 # %%
 def g(w):
@@ -290,21 +262,19 @@ for sigma in (0.05, 0.5):
 # a quadratic is the exact gradient (the smoothing adds only a constant). Ranks replace `g` by
 # `u(g)`, an increasing transform that depends on the population, so the estimate follows the
 # gradient of `E[u(g(theta + sigma eps))]` instead. Where `g` is nearly linear within `sigma`
-# (the smaller one here), `u(g)` depends on `eps` only through `grad g . eps`, and the symmetry
-# of the Gaussian keeps the direction. At the larger `sigma` the samples reach where `g` curves: the ranks
-# keep only the members' order, not their values, and the gradient of the smoothed shaped
-# objective need not be parallel to `grad g`. It still climbs `g`: ranks climb the probability
-# that a sample beats the current population, which rises toward the same top (an increasing
-# transform of `g` has the same maxima); only the path differs.
+# (the smaller one), `u(g)` depends on `eps` only through `grad g . eps`, and the symmetry of
+# the Gaussian keeps the direction. At the larger `sigma` the samples reach where `g` curves,
+# and the gradient of the smoothed shaped objective need not be parallel to `grad g`.
+# It still climbs `g`: ranks climb the probability that a sample beats the current population,
+# and an increasing transform of `g` has the same maxima; only the path differs.
 
 # %% [markdown]
 # ## 3. Climbing the quadratic
 #
-# ES climbs section 2's `f(w) = -|w - solution|^2`. In two dimensions we can watch it: the
-# background is the reward landscape, the dots are one generation's population, the line is
-# the path of the center. Each update uses mirrored pairs and your centered ranks. The cell
-# prints the center's mean step while it is farther than `sigma` from the solution and once it
-# is within `sigma`.
+# ES climbs section 2's `f(w) = -|w - solution|^2` with mirrored pairs and your centered
+# ranks. The figure shows the reward landscape, three generations' populations (dots) and the
+# path of the center (line); the cell prints the center's mean step farther than `sigma` from
+# the solution and within it.
 
 # %%
 rng = np.random.default_rng(0)
@@ -337,21 +307,17 @@ plt.show()
 # %% [markdown]
 # **Expected output:** `center after 150 updates: [ 0.489 -0.321]`, `mean step: 0.147 farther
 # than sigma from the solution, 0.030 within it`, and a path that heads almost straight for the
-# red star, then jitters around it in shorter steps: within `sigma` of the top, `f` curves, the
-# ranks sort the members by how far their noise reaches more than by its direction, and the
-# step shrinks (section 4).
+# red star, then jitters around it in shorter steps (section 4 says why).
 
 # %% [markdown]
 # ## 4. sigma and the learning rate
 #
-# With centered ranks the weights no longer carry the reward's scale, so the length of a step
-# is set by `lr / sigma` (the `1 / sigma` of the estimate). The expected step, where `f` is
-# close to linear within `sigma`, is about `0.28 lr / sigma` long whatever the scale of `f`: a
-# member's centered rank is about $\Phi(z) - 1/2$, with $z$ its noise along the gradient and
-# $\Phi$ the standard normal's cumulative distribution function, and `0.28` is
-# $\mathbb{E}[(\Phi(z) - 1/2)\, z]$. Too large a ratio jumps across the top and jitters around
-# it; too small a one crawls and does not arrive. Below: the distance to the solution after 150
-# updates, on a grid of `sigma` and `lr`.
+# With centered ranks the weights no longer carry the reward's scale: the length of a step is
+# set by `lr / sigma`. The expected step, where `f` is close to linear within `sigma`, is
+# about `0.28 lr / sigma` long whatever the scale of `f`: a member's centered rank is about
+# $\Phi(z) - 1/2$, with $z$ its noise along the gradient and $\Phi$ the standard normal's
+# cumulative distribution function, and `0.28` is $\mathbb{E}[(\Phi(z) - 1/2)\, z]$. Below: the
+# distance to the solution after 150 updates, on a grid of `sigma` and `lr`.
 #
 # **Expected output** (seed 0):
 # ```
@@ -363,11 +329,12 @@ plt.show()
 # ```
 # Read it by `lr / sigma`. At 0.5 every `sigma` arrives (0.052, 0.023, 0.011). At 5 and 50 the
 # steps, $0.28 \times 5 = 1.4$ long or more, jump across the top and stay far from it (0.594,
-# 0.836, 6.465). At 0.005 the run crawls (1.784). At 0.05, 150 steps cover at most
-# $150 \times 0.28 \times 0.05 = 2.1$, just the distance: enough at `sigma = 0.1` (0.001), not
-# at `sigma = 1.0` (0.408). There `f` curves within `sigma`: the closer the run gets to the
-# top, the more the ranks sort the members by how far their noise reaches rather than by its
-# direction, and the shorter the steps. Change `sigma` and you must change `lr` with it.
+# 0.836, 6.465). At 0.005 the run crawls (1.784). At 0.05, 150 steps advance about
+# $150 \times 0.28 \times 0.05 = 2.1$ towards the top, just the distance: enough at
+# `sigma = 0.1` (0.001), not at `sigma = 1.0` (0.408). There `f` curves within `sigma`: the
+# closer the run gets to the top, the more the ranks sort the members by how far their noise
+# reaches rather than by its direction, and the shorter the steps. Change `sigma` and you must
+# change `lr` with it.
 
 # %%
 def distance_after(sigma, lr, updates, population=20, seed=0):
@@ -386,7 +353,3 @@ print("lr:         " + "  ".join(f"{lr:<5}" for lr in lrs))
 for sigma in (0.01, 0.1, 1.0):
     print(f"sigma {sigma:<4}: " + "  ".join(f"{distance_after(sigma, lr, updates):.3f}" for lr in lrs)
           + f"   (lr / sigma: {', '.join(f'{lr / sigma:g}' for lr in lrs)})")
-
-# %% [markdown]
-# Things to try: raw returns instead of ranks (the step then grows with the reward's scale),
-# no mirrored pairs (more noise per step), a larger population.

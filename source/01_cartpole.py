@@ -4,10 +4,7 @@
 # A linear policy is plenty for CartPole: 4 observations -> 2 action logits, 10 parameters in
 # the layout of `es.policies.MLPPolicy(4, 2, ())` (the 4x2 weights row by row, then the 2
 # biases). You write the sampling (antithetic noise), an optimizer (Adam) and the training
-# loop; `es` provides a fast batched CartPole (bit-identical to gymnasium's) so that a whole
-# population plays at once. The loop steps with plain SGD (`center + lr * grad`) unless it is
-# given your `adam_update` (section 4). Section 5 compares the loop's z-scored returns with
-# notebook 00's ranks.
+# loop; `es` provides a batched CartPole, so that a whole population plays at once.
 #
 # "Solved" = the mean return of your final parameters is at least 475 on gymnasium's
 # `CartPole-v1` with seeds 1000..1019.
@@ -63,8 +60,7 @@ def center_returns(center, episode_seeds):
 #   `-eps`: pairs stay together when workers split the population into chunks), pairs
 #   different from each other, the same seed giving the same noise and another seed other
 #   noise, and the `eps_k` those of the one call above. It sees only what you return, not
-#   what else you draw: the expected curve of section 3 does. Never use `np.random.*` directly:
-#   all randomness comes from explicit generators built from seeds.
+#   what else you draw: the expected curve of section 3 does.
 #
 # <details><summary>Hint: interleaving</summary>
 #
@@ -111,12 +107,6 @@ check.antithetic_noise(antithetic_noise)
 # * **The check:** three steps in a row from `state = None`, each parameter within `lr / 1000`
 #   of the right values; one parameter's gradients are small, where the place of `epsilon`
 #   shows.
-#
-# <details><summary>Hint: the three lines of Adam</summary>
-#
-# `m = 0.9 m + 0.1 g`, `v = 0.999 v + 0.001 g**2`, then the step
-# `lr * sqrt(1 - 0.999**t) / (1 - 0.9**t) * m / (sqrt(v) + 1e-8)`.
-# </details>
 
 # %%
 def adam_update(theta, grad, state, lr):
@@ -155,7 +145,7 @@ check.adam_update(adam_update)
 # 2. `center_scores = center_returns(center, starts)`; append `center_scores.mean()` to `log`
 #    (if given), **before** the update.
 # 3. Stop (`break`) if `center_scores.min() >= 500`: the center balanced to the end from every
-#    start. (Why so many starts: a center that balances from a few can still fall from others.)
+#    start.
 # 4. `noise = antithetic_noise(rng, population, 10)`; evaluate `center + sigma * noise` with
 #    `cartpole_returns` on `starts[0]` (every member on the same start state: common random
 #    numbers).
@@ -169,22 +159,18 @@ check.adam_update(adam_update)
 #
 # **The check** trains from two fresh seeds, one of them twice, on the defaults: each run must
 # solve CartPole-v1 (above), the same seed must give the same parameters, the two seeds
-# different ones. It does not look at `log`, `optimizer` or `shaping`, nor at whether your loop
-# follows the five steps exactly: the expected outputs do, of section 3 (`log` and the five
-# steps), section 4 (`optimizer`) and section 5 (`shaping`).
+# different ones, and the loop must neither seed nor draw from the global `np.random` state.
+# It does not look at `log`, `optimizer` or `shaping`, nor at whether your loop follows the
+# five steps exactly: the expected outputs do, of section 3 (`log` and the five steps),
+# section 4 (`optimizer`) and section 5 (`shaping`).
 #
-# Why z-scores and not notebook 00's ranks: z-scores keep how far apart the returns are, ranks
-# only their order. When a few members balance to the end while the rest fall early, z-scores
-# give those few large weights; ranks give them the top places of an even spread, however far
-# ahead they are. Section 5 measures the difference. Each notebook runs on its own:
-# `centered_ranks` and `es_gradient` from notebook 00 are not defined here; the gradient is the
-# one line of step 5.
+# Each notebook runs on its own: notebook 00's `centered_ranks` and `es_gradient` are not
+# defined here; the gradient is the one line of step 5, and section 5 compares z-scores with
+# ranks.
 #
 # <details><summary>Hint: the whole loop</summary>
 #
-# A `for g in range(generations)` loop with the five steps in order; `break` at step 3. Draw
-# nothing from `np.random.*`: `check.train_cartpole` trains twice from the same seed and
-# compares.
+# A `for g in range(generations)` loop with the five steps in order; `break` at step 3.
 # </details>
 
 # %%
@@ -226,10 +212,7 @@ def train_cartpole(seed, generations=60, population=256, sigma=0.2, lr=0.3, log=
 # **Expected output:** `your curve, seed 0: [9.4, 94.7, 284.0, 292.4, 90.9, 398.9, 26.9, 500.0]`,
 # `the same as the expected curve: True`, `solved after 7 updates`.
 #
-# The curve is not monotone: a step that helps the members' shared start state can hurt the
-# center on others, and the run stops only when the center scores 500 from all its start
-# states. The same curve means your loop follows the five steps, `log` included; where yours
-# departs from the dashed one is where it departs from them.
+# Where your curve departs from the dashed one is where your loop departs from the five steps.
 
 # %%
 def updates_to_solve(log):
@@ -282,13 +265,12 @@ print(f"solved after {updates_to_solve(adam_curve)} updates")
 # %% [markdown]
 # ## 5. z-scores against ranks, measured
 #
-# Notebook 00 shaped with centered ranks; this loop z-scores. The cell trains seeds 0..9 (three
-# seeds in fast mode) with each, everything else the same (SGD), and prints the updates each
-# run took (`None`: not solved in `generations=60`). `ranks` below is notebook 00's
-# `centered_ranks` (ties share their mean rank), written another way. Ranks spread evenly over
-# $[-0.5, 0.5]$, a standard deviation of about $1/\sqrt{12} \approx 0.29$, where z-scores have
-# $1$: the third line gives ranks `lr = 0.3 * sqrt(12)`, weights with the same spread as the
-# z-scores'.
+# The cell trains seeds 0..9 (three seeds in fast mode) with z-scores and with notebook 00's
+# centered ranks (`ranks` below, written another way), everything else the same (SGD), and
+# prints the updates each run took (`None`: not solved in `generations=60`). Ranks spread
+# evenly over $[-0.5, 0.5]$, a standard deviation of about $1/\sqrt{12} \approx 0.29$, where
+# z-scores have $1$: the third line gives ranks `lr = 0.3 * sqrt(12)`, weights with the same
+# spread as the z-scores'.
 #
 # **Expected output:**
 # ```
@@ -299,8 +281,7 @@ print(f"solved after {updates_to_solve(adam_curve)} updates")
 # ```
 # On these seeds z-scores solve CartPole in fewer updates than ranks at either `lr`, and the
 # larger `lr` makes ranks slower, not faster: the spread of their weights is not what ranks
-# lack. They keep the members' order and drop how much better one did than another, which
-# z-scores keep.
+# lack.
 
 
 # %%
@@ -336,6 +317,5 @@ for name, shaping, lr in (("z-scores", None, 0.3), ("centered ranks", ranks, 0.3
 # step follows the few members that found the trick; there the cell above measured z-scores
 # ahead. Ranks keep only the order: the same for any increasing rescaling of the reward, and one
 # lucky episode gets no more than the top place, where its z-score can take most of the step.
-# That matters where returns are heavy-tailed or one episode's luck is large (Pong's game
-# seeds, a rare big score), at the cost of flattening real differences: there ranks are the
-# safer default.
+# That matters where returns are heavy-tailed or one episode's luck is large, at the cost of
+# flattening real differences: there ranks are the safer default.

@@ -9,16 +9,15 @@
 # operating system, the jobs are independent, but no run can be repeated. Section 0 shows how
 # easily jobs draw the *same* "random" noise.
 #
-# Section 1 reseeds each job: a generator of its own, built from seeds, in every job. That
-# makes the jobs independent, but a member's noise then depends on which job drew it: change
-# the number of jobs and the run changes. Section 2 takes the stronger form: a stream per
-# *member*, a pure function of `(run seed, generation, member)`. Then any number of workers,
-# in any order, gives the same run, bit for bit, and a worker needs only the center, `sigma`
-# and a few integers. Section 5 measures what parallelism buys, on Pong, on your own cores.
+# Section 1 builds each job a generator from seeds: independent jobs, but a member's noise
+# depends on which job drew it, so another number of jobs gives another run. Section 2 gives
+# each *member* a stream, a pure function of `(run seed, generation, member)`: any number of
+# workers, in any order, gives the same run, bit for bit. Section 5 measures what parallelism
+# buys, on Pong, on your own cores.
 #
-# **Systems.** The course is tested on Linux. On Windows, work in WSL2 (Ubuntu): the second
-# half of section 0 needs the `fork` start method, which Windows lacks (the cell says so and
-# moves on), and notebook 03's Redis server has no Windows build.
+# **Systems.** The course is tested on Linux. On Windows, work in WSL2 (Ubuntu): section 0's
+# second half needs the `fork` start method (the cell says so and moves on), and notebook 03's
+# Redis server has no Windows build.
 
 # %%
 import multiprocessing as mp
@@ -41,13 +40,12 @@ policy = MLPPolicy(4, 2, hidden=())
 # ## 0. The bug: the same noise in every job
 #
 # With `n_jobs > 1`, joblib's default backend, `loky` (section 3), runs jobs in worker
-# processes and sends each job a copy of its arguments, not the master's objects: jobs handed
-# one `Generator`, or one seed, start from the same state and draw the same noise. The workers' global `np.random`
-# states are their own: the master's `np.random.seed(0)` does not reach them. A process
-# started with `fork` begins instead as a copy of the master, global state included. `fork`
-# is `multiprocessing`'s default on Linux until Python 3.14 (which made it `forkserver`: *What's
-# New in Python 3.14*, section multiprocessing), and joblib's `"multiprocessing"` backend uses
-# that default (joblib 1.6.0, module `joblib.parallel`, line 1304).
+# processes and sends each job a copy of its arguments: jobs handed one `Generator`, or one
+# seed, draw the same noise. The workers' global `np.random` states are their own: the
+# master's `np.random.seed(0)` does not reach them. A process started with `fork` begins as a
+# copy of the master, global state included; on Linux with Python 3.11, `fork` is
+# `multiprocessing`'s default, which joblib's `"multiprocessing"` backend uses (joblib 1.6.0,
+# module `joblib.parallel`, line 1304).
 #
 # **Expected output:** for `loky`, `identical: False` for the global state and `True` for one
 # `Generator` and for the same seed; for `fork`, `True` all three times (on a system that
@@ -84,13 +82,12 @@ else:      # Windows
 # %% [markdown]
 # ## 1. Reseed each job
 #
-# NumPy's way to give each job its own independent stream: spawn one child `SeedSequence` per
-# job from the run's seed and build the job's generator from it (NumPy's guide, [Parallel random
-# number generation](https://numpy.org/doc/stable/reference/random/parallel.html); the
-# docstring of `np.random.SeedSequence`: `spawn(n)` creates `n` sequences "that can be used to
-# seed independent BitGenerators"). Never `np.random.seed`: it reseeds "the singleton
-# RandomState instance" (its docstring), the one global state that every user of `np.random`
-# in the process shares. Each job then draws the noise of its members in order.
+# NumPy's way to give each job its own stream: spawn one child `SeedSequence` per job from the
+# run's seed and build the job's generator from it (NumPy's guide, [Parallel random number
+# generation](https://numpy.org/doc/stable/reference/random/parallel.html); `spawn(n)` creates
+# `n` sequences "that can be used to seed independent BitGenerators", says the docstring of
+# `np.random.SeedSequence`). Never `np.random.seed`: it reseeds "the singleton RandomState
+# instance" (its docstring), the global state every user of `np.random` in the process shares.
 #
 # **Expected output:** `the two jobs drew different noise: True`, then the noise of member 5
 # with 2 jobs and with 3 jobs: two different rows.
@@ -108,9 +105,8 @@ print("the two jobs drew different noise:", not np.allclose(two[:4], two[4:]))
 print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round(3))
 
 # %% [markdown]
-# Independent, but a member's noise now depends on how the population was split (the two rows
-# above), so the same seed with another `n_jobs` (on another machine, say) trains a different
-# policy.
+# Independent, but a member's noise depends on how the population was split (the two rows
+# above): the same seed with another `n_jobs` trains a different policy.
 #
 # ## 2. The stronger form: a stream per member
 #
@@ -120,22 +116,23 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 #   generation, member)`: the same in every call and in every process, and different for any
 #   other triple.
 # * **How:** build a generator from the three integers and draw `dim` standard normals.
-#   `np.random.default_rng` takes a *list* of non-negative integers (its docstring: an `int`
-#   or `array_like[ints]` "will be passed to `SeedSequence`"), and `SeedSequence` "mixes
-#   sources of entropy" (its docstring): every integer of the list counts. Do not touch the
-#   global `np.random` state (neither seed it nor draw from it).
-# * **Mirrored pairs** (notebook 01): `evaluate_members` (section 3) asks `member_noise` for
-#   the stream of *pair* `k = m // 2` and gives member `m` that noise, negated when `m` is odd,
-#   so members `2k` and `2k + 1` play `+eps_k` and `-eps_k`. Your function does not care: it
-#   is one stream per integer `member`.
-# * **The corner:** one integer made from the three collides somewhere. A sum gives `(0, 1, 2)`
-#   and `(0, 2, 1)` the same noise; `seed * generation + member` gives every generation the
-#   same noise when `seed == 0`; digits run together, `int(f"{seed}{generation}{member}")`,
-#   make `(0, 1, 23)` and `(0, 12, 3)` one member. A list keeps them apart.
-# * **The check:** the shape and the dtype; a triple twice, in this process and in another;
-#   neighbouring triples that a sum, a weighted sum, a product or run-together digits would
-#   confuse (`seed == 0` and `generation == 0` among them), all different; the global state
-#   neither used nor changed.
+#   `np.random.default_rng` passes a *list* of non-negative integers to `SeedSequence`, which
+#   mixes every integer of it (their docstrings). Never touch the global `np.random` state
+#   (neither seed it nor draw from it).
+# * **Mirroring is not yours:** `evaluate_members` (section 3) asks `member_noise` for *pair*
+#   `k = m // 2` and negates that noise for an odd member `m` (notebook 01's mirrored pairs).
+#   Your function gives one stream per integer `member`, never negated.
+# * **The corner:** any one integer made from the three collides somewhere. A sum gives
+#   `(0, 1, 2)` and `(0, 2, 1)` the same noise; `seed * generation + member` gives every
+#   generation the same noise when `seed == 0`; digits run together,
+#   `int(f"{seed}{generation}{member}")`, make `(0, 1, 23)` and `(0, 12, 3)` one member. A
+#   list keeps them apart.
+# * **The check:** the shape and the dtype; a long draw's mean near $0$ and standard deviation
+#   near $1$; a triple twice, in this process and in another; neighbouring triples that a sum,
+#   `100 * generation + member`, `1000 * generation + member`, a product or run-together
+#   digits would confuse (`seed == 0` and `generation == 0` among them) and members `2k` and
+#   `2k + 1`, none equal to another nor to its negation; the global state neither used nor
+#   changed.
 
 # %%
 def member_noise(seed, generation, member, dim):
@@ -152,41 +149,10 @@ check.member_noise(member_noise)
 # %% [markdown]
 # ## 3. A generation in parallel
 #
-# `evaluate_members(center, sigma, seed, generation, first, end)` (given) plays members
+# `evaluate_members(center, sigma, seed, generation, first, end)` (given, below) plays members
 # `[first, end)` on the generation's shared start state and returns their returns, float64
 # `(end - first,)`. Member `m` plays `center + sigma * s * member_noise(seed, generation, m //
 # 2, dim)` with `s = +1` for an even `m` and `s = -1` for an odd one: mirrored pairs.
-#
-# **`parallel_returns(center, sigma, seed, generation, population, n_jobs)`**
-# * **Inputs:** `center` a float array of shape `(policy.num_params,)`, `sigma` a float, the
-#   ints `seed`, `generation`, `population` (any size, not necessarily a multiple of
-#   `n_jobs`), `n_jobs >= 1`.
-# * **Returns:** a float64 array of shape `(population,)` in member order, **bit for bit** what
-#   `evaluate_members(center, sigma, seed, generation, 0, population)` returns.
-# * **How:** split the members into `n_jobs` contiguous chunks `[a, b)` that cover each
-#   member once, evaluate each chunk with `evaluate_members` in a joblib job, and concatenate
-#   the results in member order. The workers get the center, `sigma` and integers, and send
-#   back returns.
-# * **Processes, not threads:** call `Parallel(n_jobs=n_jobs)` with joblib's default backend,
-#   `loky`, which runs jobs in worker *processes* (`DEFAULT_BACKEND = "loky"`: joblib 1.6.0,
-#   module `joblib.parallel`, line 64). The check records which process evaluated each
-#   chunk: with `n_jobs > 1`, chunks that all ran in one process (`Parallel(n_jobs=1)`,
-#   `Parallel(..., prefer="threads")` or `backend="threading"`) fail with "every chunk ran in
-#   one process". Threads share the interpreter's lock: Python code in them does not run in
-#   parallel.
-# * **The corner:** 11 members in 3 jobs. `np.linspace(0, 11, 4).astype(int)` is
-#   `[0, 3, 7, 11]`: chunks `[0, 3)`, `[3, 7)`, `[7, 11)`.
-# * **The check:** the dtype; two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3
-#   and 2, each equal to `evaluate_members` over the whole population, bit for bit, in
-#   `n_jobs` chunks run in more than one process. It does not see the `n_jobs` you give
-#   `Parallel`: with `n_jobs` chunks, at most `n_jobs` run at once whatever it is.
-#
-# <details><summary>Hint: chunk bounds</summary>
-#
-# `np.linspace(0, population, n_jobs + 1).astype(int)` gives `n_jobs + 1` edges that cover
-# every member once, remainder included; `Parallel(n_jobs=n_jobs)(delayed(evaluate_members)(...,
-# a, b) for a, b in zip(edges[:-1], edges[1:]))` returns the chunks in that order.
-# </details>
 
 # %%
 def evaluate_members(center, sigma, seed, generation, first, end):
@@ -199,6 +165,37 @@ def evaluate_members(center, sigma, seed, generation, first, end):
     return returns
 
 
+# %% [markdown]
+# **`parallel_returns(center, sigma, seed, generation, population, n_jobs)`**
+# * **Inputs:** `center` a float array of shape `(policy.num_params,)`, `sigma` a float, the
+#   ints `seed`, `generation`, `population` (not necessarily a multiple of `n_jobs`),
+#   `n_jobs >= 1`.
+# * **Returns:** float64 `(population,)` in member order, **bit for bit** what
+#   `evaluate_members(center, sigma, seed, generation, 0, population)` returns.
+# * **How:** split the members into `n_jobs` contiguous chunks `[a, b)` that cover each
+#   member once, evaluate each chunk with `evaluate_members` in a joblib job, and concatenate
+#   the results in member order.
+# * **Processes, not threads:** `Parallel(n_jobs=n_jobs)` with joblib's default backend,
+#   `loky`, which runs jobs in worker *processes* (`DEFAULT_BACKEND = "loky"`: joblib 1.6.0,
+#   module `joblib.parallel`, line 64). Threads share the interpreter's lock: Python code in
+#   them does not run in parallel.
+# * **The corner:** 11 members in 3 jobs. `np.linspace(0, 11, 4).astype(int)` is
+#   `[0, 3, 7, 11]`: chunks `[0, 3)`, `[3, 7)`, `[7, 11)`.
+# * **The check:** the dtype; two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3
+#   and 2, each equal to `evaluate_members` over the whole population, bit for bit, in
+#   `n_jobs` chunks; it records which process ran each chunk, and with `n_jobs > 1` chunks
+#   that all ran in one process (`Parallel(n_jobs=1)`, `prefer="threads"`,
+#   `backend="threading"`) fail, as does `backend="multiprocessing"`, which cannot send the
+#   recorder. It does not see the `n_jobs` you give `Parallel`.
+#
+# <details><summary>Hint: chunk bounds</summary>
+#
+# `np.linspace(0, population, n_jobs + 1).astype(int)` gives `n_jobs + 1` edges that cover
+# every member once; `Parallel(n_jobs=n_jobs)(delayed(evaluate_members)(..., a, b) for a, b
+# in zip(edges[:-1], edges[1:]))` returns the chunks in that order.
+# </details>
+
+# %%
 def parallel_returns(center, sigma, seed, generation, population, n_jobs):
     """float64 (population,) in member order, bit for bit evaluate_members(center, sigma, seed,
     generation, 0, population): n_jobs contiguous chunks [a, b), each evaluated by
@@ -217,13 +214,11 @@ check.parallel_returns(parallel_returns, evaluate_members)
 # %% [markdown]
 # ## 4. Same answer, any number of workers
 #
-# The claim of section 2, tested on your function: one generation's returns with 1, 2, 3 and 4
-# jobs must be identical, bit for bit (`np.array_equal`, not "close"), and the cell stops if
-# they are not.
+# Section 2's claim, tested on your function: one generation's returns with 1, 2, 3 and 4 jobs
+# must be identical, bit for bit (`np.array_equal`), or the cell stops.
 #
 # **Expected output:** four lines with the same mean return, `identical for 1, 2, 3 and 4
-# jobs: True`, and the times, your machine's. On work this small more jobs may well be
-# slower (inline question 1 asks why); section 5 measures work where parallelism pays.
+# jobs: True`, and your machine's times. On work this small more jobs may well be slower.
 
 # %%
 center = np.zeros(policy.num_params)
@@ -250,43 +245,36 @@ plt.show()
 # **Your answer:** *(write it here: your instructor reads it; it earns no points from the checks)*
 
 # %% [markdown] tags=["solution_only", "reference:slower"]
-# **Reference answer:** A whole CartPole generation is a fraction of a second of batched NumPy
-# in one process (the times above). Two jobs add costs that one process never pays: starting
-# (or waking) worker processes, sending them the function and its arguments and the returns
-# back, and waiting for the slower of the two chunks; together these can cost more than the
-# work itself, and on a machine with few cores the workers also compete with the notebook's
-# own process (and anything else running) for them. Two jobs win when each chunk's work is far
-# longer than the dispatch: larger populations or long episodes, such as Pong's games in
-# section 5, with the workers started once and reused.
+# **Reference answer:** A whole CartPole generation is a fraction of a second of batched NumPy.
+# Two jobs add costs one process never pays: starting or waking workers, sending them the
+# function, its arguments and the returns, waiting for the slower chunk; these can cost more
+# than the work, and on few cores the workers compete with the notebook's process.
+# Two jobs win when each chunk's work far outlasts the dispatch: larger populations or long
+# episodes, such as section 5's Pong games.
 
 # %% [markdown]
 # ## 5. Scaling, measured: Pong on your cores
 #
-# Parallelism pays where a generation is long. Here: one generation of Pong games (the games
-# of notebook 04, a linear policy on band sums of 42x42 frames), split over one worker, the
-# powers of two below your core count, and all your cores. The population and the cap on each
-# game's agent steps: `members, steps = (8, 30) if FAST else (32, 300)`. Two measurements per
-# worker count, next to each other:
+# Parallelism pays where a generation is long: one generation of Pong games (notebook 04's, a
+# linear policy on band sums of 42x42 frames) over one worker, the powers of two below your
+# core count, and all your cores, with `members, steps = (8, 30) if FAST else (32, 300)` (the
+# population, each game's cap on agent steps). Two measurements per worker count:
 #
-# * **ES:** the members play their games, a chunk per worker (the work of your
-#   `parallel_returns`, with games instead of CartPole).
-# * **The bare games:** the same games with a fixed action instead of the policy: what your
-#   machine can do in that many processes. Its speed-up is the ceiling an ES speed-up is held
-#   against.
+# * **ES:** the members play their games, a chunk per worker (your `parallel_returns`'s work,
+#   with games instead of CartPole).
+# * **The bare games:** the same games with a fixed action instead of the policy: the
+#   machine's ceiling for an ES speed-up.
 #
 # **Speed-up** is steps per second with N workers over steps per second with one;
-# **efficiency** is the ES speed-up over the bare games' speed-up (at $1$, ES loses nothing to
-# parallelism beyond what the machine itself loses). An untimed first call lets each worker
-# build its games before the clock starts; then two rounds, ES and the bare games
-# interleaved; the medians are shown.
+# **efficiency** is the ES speed-up over the bare games' speed-up. Each worker builds its
+# games in an untimed first call; then two rounds, ES and the bare games interleaved; the
+# medians are shown.
 #
 # **Expected output:** a line per worker count (steps per second, speed-ups, efficiency) and
-# a picture. The numbers are your machine's, and they hold only while nothing else competes
-# for its cores: measure on a quiet machine. An efficiency above $1$ (the cell says so when it
-# prints one) is not ES beating the machine: either the machine's load changed between the
-# measurements or the timings are noisy (a rerun on a quiet machine rules these out), or the
-# work ES adds to the games, the policy, scales better than the games themselves (fixed costs
-# such as dispatch, the same for both, weigh less on ES's slower steps).
+# a picture: your machine's numbers, which hold only while nothing else competes for its
+# cores. An efficiency above $1$ (the cell says so) is not ES beating the machine: the load
+# changed between measurements, the timings are noisy, or the policy's work scales better than
+# the games'.
 
 # %%
 from joblib import parallel_config
@@ -376,23 +364,21 @@ plt.legend()
 plt.show()
 
 # %% [markdown]
-# **What limits each.** Four things stand between N workers and N times the speed:
+# **What limits each.** Between N workers and N times the speed stand:
 #
-# * **The machine** (the bare games' curve). N processes share the memory bus and the
-#   caches, a CPU may run slower with more of its cores busy, and whatever else runs (a
-#   browser, another training run) takes cores away.
+# * **The machine** (the bare games' curve): N processes share the memory bus and the caches,
+#   a CPU may run slower with more cores busy, and other programs take cores away.
 # * **Dispatch and the slowest chunk.** Each round the master hands work to N processes and
-#   waits for the last one: one slow chunk (a busier core) holds everyone up. With one worker
-#   the games run in this process and pay none of this. These costs weigh more the less work
-#   each worker gets (try `members, steps = 32, 60`); in a training run the master's own work
-#   between generations (the update) adds to them, and it does not shrink with N.
+#   waits for the last one. These costs weigh more the less work each worker gets (try
+#   `members, steps = 32, 60`); in training, the master's update between generations adds to
+#   them and does not shrink with N.
 # * **Threads you did not ask for.** NumPy's linear algebra (BLAS) may start a thread per core
-#   in every process, and those threads then compete for the same cores. By default joblib
-#   allows each worker process `max(cpu_count() // n_jobs, 1)` of them (joblib 1.6.0, module
-#   `joblib._parallel_backends`, line 230): one only once `n_jobs` is more than half of
-#   `cpu_count()`. The cell gives every process one: this one with `threadpool_limits(1)`, joblib's
-#   workers with `parallel_config(backend="loky", inner_max_num_threads=1)`.
+#   in every process, all competing for the same cores. By default joblib allows each worker
+#   process `max(cpu_count() // n_jobs, 1)` of them (joblib 1.6.0, module
+#   `joblib._parallel_backends`, line 230). The cell gives every process one:
+#   `threadpool_limits(1)` here, `parallel_config(backend="loky", inner_max_num_threads=1)`
+#   in the workers.
 # * **Communication**, once the workers are other machines. Here every worker receives the
-#   center each generation; in the paper's Algorithm 2 the workers know each other's seeds,
-#   exchange only their scalar returns, and each rebuilds the noise and the update itself
-#   (notebook 03, sections 5 and 6).
+#   center each generation; in the paper's Algorithm 2 the workers exchange only scalar
+#   returns and each rebuilds the noise and the update from the seeds (notebook 03, sections 5
+#   and 6).

@@ -6,38 +6,20 @@
 # workers rebuild the perturbations from seeds and send back only returns and episode lengths.
 # Nothing is pickled (a pickle from a stranger can run code), and a dead worker's chunk is
 # handed out again when its lease runs out. You write the result payload, the lease rule and
-# the master's `gather`; section 4 trains CartPole through them.
-#
-# Sections 5 to 7 are the paper's own idea of scale (extras, graded as a bonus): workers that
-# receive only the returns and update the center themselves (Salimans et al. 2017,
-# Algorithm 2), and the shared noise table.
+# the master's `gather`; section 4 trains CartPole through them. Sections 5 to 7 (extras) are
+# the paper's own idea of scale: workers that receive only the returns and update the center
+# themselves (Salimans et al. 2017, Algorithm 2), and the shared noise table.
 #
 # ### The keys and the messages
 #
-# Four keys, one run per database (section 0 lets you try each command first). The course's
-# own master adds more on top for a cluster of strangers' machines (section 8):
+# Four keys, one run per database:
 #
 # | key | type | written by | read by | holds |
 # |---|---|---|---|---|
 # | `es:task` | hash | master, once per generation | workers | `g` (generation), `seed`, `sigma`, `population`, `center` (float32 bytes) |
 # | `es:jobs` | list | master (RPUSH) | workers (BLPOP), master (LRANGE, to see what still waits) | one JSON job per chunk, `{"g": 7, "a": 0, "b": 32}`, the chunk named `f"{a}:{b}"` |
-# | `es:leases` | hash | workers (HSET on taking a job, again while working; HDEL when done) | master (HGETALL) | chunk name -> the worker's last heartbeat, `repr(time.time())` |
+# | `es:leases` | hash | workers (HSET on taking a job, and again while working if it works long; HDEL when done) | master (HGETALL) | chunk name -> the worker's last heartbeat, `repr(time.time())` |
 # | `es:results` | list | workers (RPUSH) | master (BLPOP) | `encode_result(...)` payloads, bytes |
-#
-# ```
-#   master (your gather)                 Redis                                      a worker
-#   --------------------    ------------------------------------------    --------------------------
-#   HSET es:task ...     -->  es:task    g, seed, sigma, center         -->  HGETALL es:task
-#   RPUSH es:jobs job    -->  es:jobs    {"g": 7, "a": 0, "b": 32}      -->  BLPOP es:jobs: takes "0:32"
-#                             es:leases  "0:32" -> its time.time()      <--  HSET es:leases "0:32" time.time()
-#                                                                            ... plays members 0..31 ...
-#                             es:results encode_result(7, 0, r, l)      <--  RPUSH es:results payload
-#                             es:leases  ("0:32" deleted)               <--  HDEL es:leases "0:32"
-#   BLPOP es:results     <--  (0.1 s at most; nothing came?
-#   LRANGE es:jobs 0 -1  <--   then look at what still waits
-#   HGETALL es:leases    <--   and at the heartbeats, and RPUSH again
-#                              the chunks chunks_to_requeue names)
-# ```
 #
 # One chunk's life when its worker dies (lease 1 s):
 #
@@ -72,13 +54,18 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # %% [markdown]
 # ## 0. A Redis server to try
 #
-# A Redis server holds named values; the protocol above uses two kinds. A **list** is a queue:
-# `RPUSH key v` appends `v`, `BLPOP key timeout` takes the first element (waiting up to
-# `timeout` seconds for one; `None` if none came), `LRANGE key 0 -1` reads them all without
-# taking any. A **hash** is a dict: `HSET key field value` sets one field, `HGETALL key` reads
-# them all, `HDEL key field` removes one. Values come back as bytes. The cell starts a private
-# server on this machine (`EmbeddedRedis`, a password of its own), runs each command once and
-# stops it. **Expected output:** the three lines printed below, with your own clock's time.
+# A **list** is a queue: `RPUSH key v` appends `v`, `BLPOP key timeout` takes the first element
+# (waiting up to `timeout` seconds; `None` if none came), `LRANGE key 0 -1` reads them all
+# without taking any. A **hash** is a dict: `HSET key field value` sets one field, `HGETALL key`
+# reads them all, `HDEL key field` removes one. Values come back as bytes. The cell runs each
+# command once on a private server (`EmbeddedRedis`). **Expected output**, with your clock's
+# `time.time()` where the last line shows `...`:
+#
+# ```
+# LRANGE es:jobs 0 -1 -> [b'{"g": 7, "a": 0, "b": 32}', b'{"g": 7, "a": 32, "b": 64}']
+# BLPOP es:jobs       -> (b'es:jobs', b'{"g": 7, "a": 0, "b": 32}') | left: [b'{"g": 7, "a": 32, "b": 64}']
+# HGETALL es:leases   -> {b'0:32': b'...'}
+# ```
 
 # %%
 with EmbeddedRedis() as server:
@@ -100,18 +87,19 @@ with EmbeddedRedis() as server:
 # * **Returns:** `bytes` (a `bytearray` passes too). The course's layout, little-endian: a
 #   12-byte header of three uint32 (`generation`, `first`, `count`), then the `count` returns
 #   as float64, then the `count` lengths as uint32 (`struct.pack` for the header,
-#   `ndarray.tobytes()` for the arrays): 12 bytes per member plus the header. Float64 because
-#   float32 would lose bits, and the run would no longer be bit-identical to one process.
+#   `ndarray.tobytes()` for the arrays): 12 bytes per member plus the header. Float64: float32
+#   would lose bits, and the run would no longer be bit-identical to one process.
 #
 # **`decode_result(payload)`** gives back a dict with the keys `"generation"` and `"first"`
 # (integers), `"returns"` (a float64 array `(count,)`) and `"lengths"` (an integer array
-# `(count,)`), all exactly what was encoded: the master reads them by name.
+# `(count,)`), all exactly what was encoded.
 #
 # * **Example:** `encode_result(7, 32, [1.5, -2.0], [10, 20])` is 12 + 16 + 8 = 36 bytes, and
 #   decoding it gives `{"generation": 7, "first": 32, "returns": array([ 1.5, -2. ]),
 #   "lengths": array([10, 20], dtype=uint32)}`.
 # * **The check:** an exact round trip of random values (one length too large for an int32),
-#   with the types above; no pickle; the payload's bytes exactly the layout above.
+#   with the types above; no pickle; the payload's bytes exactly the layout above. Write the
+#   byte order (`"<III"`): native order passes only on a little-endian machine.
 
 # %%
 def encode_result(generation, first, returns, lengths):
@@ -143,11 +131,10 @@ check.result_codec(encode_result, decode_result)
 #
 # **`chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds)`**
 # * **Inputs** (chunks are named by strings, `"a:b"` in the protocol; any string here):
-#   `queued_at`, a dict chunk -> when the master last pushed it onto `es:jobs` (seconds,
-#   `time.time()`), one entry per chunk whose result is not in yet; `in_queue`, a set of the
-#   chunks still waiting in `es:jobs`; `leases`, a dict chunk -> the last heartbeat of the
-#   worker that took it (seconds, `time.time()`; a chunk nobody leased is absent); `now`, the
-#   current `time.time()`; `lease_seconds`, a float.
+#   `queued_at`, a dict chunk -> when the master last pushed it onto `es:jobs`, one entry per
+#   chunk whose result is not in yet; `in_queue`, a set of the chunks still waiting in
+#   `es:jobs`; `leases`, a dict chunk -> the last heartbeat of the worker that took it (a chunk
+#   nobody leased is absent); `now`, the current time; `lease_seconds`, a float.
 # * **Returns:** a `set` of chunk names to push again, a subset of `queued_at`'s keys.
 # * **The rule:** requeue a chunk when all three hold: it is **not in `in_queue`** (a copy still
 #   waits: pushing another makes duplicates); it was **queued at least `lease_seconds` ago**
@@ -155,11 +142,8 @@ check.result_codec(encode_result, decode_result)
 #   written its lease); and its **lease is missing or at least `lease_seconds` old** (its
 #   worker died before writing one, or stopped renewing it).
 # * **Units:** every time is `time.time()` (seconds since 1970) by the clock of the machine
-#   that stamps it. The clocks of different machines differ, which makes leases look older or
-#   younger than they are: keep `lease_seconds` far above the offsets, or stamp every time with
-#   one clock (the course's own master and workers use the Redis server's `TIME`). Here every
-#   worker runs on your machine: one clock. Never `time.monotonic()`: it counts from an
-#   arbitrary point per machine, so it cannot be compared with a worker's stamp.
+#   that stamps it; here every worker runs on your machine, one clock. Never
+#   `time.monotonic()`: it counts from an arbitrary point per machine.
 # * **Worked example**, `lease_seconds = 1.0`, `now = 105.0`:
 #
 # | chunk | `queued_at` | in `in_queue`? | lease | requeue? |
@@ -198,8 +182,6 @@ check.chunks_to_requeue(chunks_to_requeue)
 # %% [markdown]
 # ## 3. The master's gather
 #
-# Now the loop that uses both, on the keys of the table at the top.
-#
 # **`gather(url, generation, bounds, lease_seconds, timeout=60.0)`**
 # * **Inputs:** `url`, a Redis URL for `redis.Redis.from_url(url)`; `generation`, an int;
 #   `bounds`, the generation's chunks in member order, a list of `[first, end)` pairs (lists or
@@ -207,33 +189,34 @@ check.chunks_to_requeue(chunks_to_requeue)
 #   chunk starts where the one before ended, and `population = bounds[-1][1]`; chunk
 #   `(a, b)` is named `f"{a}:{b}"`. `lease_seconds` and `timeout` are seconds (floats).
 # * **The jobs are already queued** when it is called: the master pushed one job per chunk onto
-#   `es:jobs` just before (`{"g": generation, "a": a, "b": b}` as JSON). Do not push them again:
-#   the copies would wait beside the originals, and the check fails such a gather ("pushed
-#   again while a copy still waited in es:jobs").
+#   `es:jobs` just before (`{"g": generation, "a": a, "b": b}` as JSON). Do not push them again
+#   (the check fails a chunk "pushed again while a copy still waited in es:jobs").
 # * **Returns:** the pair `(returns, lengths)`: float64 `(population,)` and int64
 #   `(population,)`, member `m`'s values at index `m`.
 # * **Results:** pop with `r.blpop("es:results", timeout=0.1)`, which gives `None` (nothing
 #   came within the poll) or `(key, payload)`; decode the payload with your `decode_result` and
 #   put it at `returns[first:first + count]`. Drop, without failing: a result of another
-#   generation (a leftover), one whose chunk `f"{first}:{first + count}"` is not in `bounds`,
-#   and a second result of a chunk already in (a worker thought lost may still answer).
+#   generation, one whose chunk `f"{first}:{first + count}"` (first member *and* count) is not
+#   in `bounds`, and a second result of a chunk already in.
 # * **Leases:** whenever nothing arrived within the poll, ask your `chunks_to_requeue` which
 #   chunks to hand out again, with the chunks whose result is not in yet and when each was last
 #   queued (`queued_at`), the chunks still waiting (`r.lrange("es:jobs", 0, -1)`: JSON jobs,
-#   bytes), the leases (`r.hgetall("es:leases")`: bytes -> bytes, as section 0 printed: decode
-#   the names, `float()` the times) and `time.time()`. Push each chunk it names back onto
-#   `es:jobs` as a job in the same JSON form, `json.dumps({"g": generation, "a": a, "b": b})`,
-#   and set its `queued_at` to `time.time()` (otherwise it counts as lost again at once and is
-#   pushed over and over).
+#   bytes; keeping only this generation's or all of them, both pass), the leases
+#   (`r.hgetall("es:leases")`: bytes -> bytes: decode the names, `float()` the times) and
+#   `time.time()`. Push each chunk it names back onto `es:jobs` as a job in the same JSON form,
+#   and set its `queued_at` to `time.time()` (otherwise it counts as lost again at once).
 # * **Give up** with a `TimeoutError` when results are still missing `timeout` seconds after
 #   the call (or after the last result: the check passes both).
-#
-# The check runs a real Redis server and workers that fail the way a cluster does: a result of
-# the previous generation is waiting; one worker dies holding a lease, one before writing it;
-# one chunk's result arrives twice with different numbers; one worker is slow but alive; after
-# one chunk's result comes a result for a chunk not in `bounds` over the same members. Then it
-# calls your `gather` with a short `timeout` on a chunk nobody takes: it must raise
-# `TimeoutError`. The check takes a few seconds (it waits out leases).
+# * **The check** runs a real Redis server and workers that fail the way a cluster does: a
+#   result of the previous generation is waiting; one worker dies holding a lease, one before
+#   writing it; one chunk's result arrives twice with different numbers; one worker is slow but
+#   alive; just before one chunk's result, and again just after, comes a result for an
+#   overlapping chunk not in `bounds` that starts at the same member. Then it calls your
+#   `gather` with a short `timeout` on a chunk nobody takes: it must raise `TimeoutError`. It
+#   takes a few seconds (it waits out leases). Its workers push what your `encode_result`
+#   encodes (without one it fails: "define encode_result first"), and your `gather` calls your
+#   `decode_result` and `chunks_to_requeue`: pass sections 1 and 2 first. (The grader uses the
+#   course's own three instead.)
 #
 # <details><summary>Hint 1: the state to keep</summary>
 #
@@ -293,22 +276,20 @@ check.gather(gather)
 # ## 4. Your gather trains a policy
 #
 # A real ES run on CartPole (notebook 01's linear policy, z-scored returns, one SGD step per
-# update; the cell's `POPULATION, SIGMA, LR, CHUNK = 256, 0.2, 0.3, 32`) through a real Redis
-# server (`EmbeddedRedis`, started for the cell) and three workers (`classroom.cartpole_workers`,
-# threads of this process standing in for other machines). They speak the protocol above, push
-# what your `encode_result` encodes, and rebuild every member from integers: member `2k` plays
-# `center + sigma * eps_k` and `2k + 1` plays `center - sigma * eps_k`, `eps_k` from its own
-# seeded stream (`pair_noise`). Each generation the master (the cell) writes the task, pushes
-# the jobs, calls **your `gather`** and updates the center. In one generation a worker dies
-# holding a chunk: your `gather` must hand it out again. Then the same run in one process,
-# without Redis, must end at the same center, bit for bit: only seeds and scalar returns
-# travelled.
+# update; `POPULATION, SIGMA, LR, CHUNK = 256, 0.2, 0.3, 32`) through a real Redis server and
+# three workers (`classroom.cartpole_workers`, threads standing in for other machines). The
+# workers push what your `encode_result` encodes and rebuild every member from integers:
+# member `2k` plays `center + sigma * eps_k` and `2k + 1` plays `center - sigma * eps_k`,
+# `eps_k` from its own seeded stream (`pair_noise`). Each generation the master (the cell)
+# writes the task, pushes the jobs, calls **your `gather`** and updates the center. In one
+# generation a worker dies holding a chunk: your `gather` must hand it out again. The same run
+# in one process, without Redis, must end at the same center, bit for bit.
 #
 # **Expected output:** the center's mean return on 32 start states, generation by generation,
 # `[9.3, 75.2, 76.2, 476.8, 9.3, 500.0]`: solved after 5 updates (not monotone, as in notebook
 # 01); one line `worker ... died holding chunk ... of generation 1; handed out again: True`;
-# `identical to one process: True`; a few seconds in all (one lease, `lease_seconds=1.0`, is
-# spent waiting for the dead worker's chunk).
+# `identical to one process: True`; a few seconds in all (one lease of it spent on the dead
+# worker's chunk).
 
 # %%
 from es.envs.cartpole import run_cartpole_batch
@@ -384,19 +365,12 @@ plt.show()
 # %% [markdown]
 # ## 5. Only returns travel: the paper's Algorithm 2 [extras]
 #
-# In section 4 the master writes the center into `es:task` every generation, and every worker
-# reads all of it. Salimans et al. (2017, their Algorithm 2) send less. Every worker keeps its
-# own copy of the center. A member's noise is a function of (run seed, generation, pair)
-# alone, so a worker that knows every member's return can rebuild every member's noise and
-# take the same step as the master, bit for bit. Once every worker holds the starting center,
-# only scalar returns travel:
-#
-# ```
-#   worker w, each generation g, with its own copy of the center
-#     1. play its members [a_w, b_w): center +- sigma * eps_k      needs: seed, g, its members
-#     2. send its returns; receive every worker's returns          P numbers of 8 bytes
-#     3. rebuild every eps_k, shape all P returns, step            your update_from_returns
-# ```
+# In section 4 every worker reads the whole center every generation. Salimans et al. (2017,
+# their Algorithm 2) send less: every worker keeps its own copy of the center. A member's noise
+# is a function of (run seed, generation, pair) alone, so a worker that knows every member's
+# return can rebuild every member's noise and take the same step as the master, bit for bit.
+# Once every worker holds the starting center, only scalar returns travel: each generation a
+# worker plays its members, sends their returns, receives every worker's returns and steps.
 #
 # **`update_from_returns(center, seed, generation, chunk_returns, sigma, lr)`**
 # * **Inputs:** `center`, float32 `(dim,)`, this process's copy of the center; `seed` and
@@ -407,15 +381,14 @@ plt.show()
 #   `es_update(center, generation, returns)` returns for the concatenated returns.
 # * **How:** concatenate the chunks. Rebuild the noise: pair `k` (`k = 0 ..
 #   population // 2 - 1`) has `eps_k = seeding.rng_for(seed, seeding.NOISE, generation,
-#   k).standard_normal(dim)` (float64, the stream section 4's workers play); member `2k` played
-#   `+eps_k` and member `2k + 1` played `-eps_k`, so the noise is a `(population, dim)` array
-#   whose row `2k` is `eps_k` and row `2k + 1` is `-eps_k`. (`pair_noise` from section 4 builds
-#   the same array; write it yourself: it is the point of this section.) Z-score *all* the
+#   k).standard_normal(dim)` (float64, the stream section 4's workers play); the noise is a
+#   `(population, dim)` array whose row `2k` is `eps_k` and row `2k + 1` is `-eps_k` (what
+#   `pair_noise` builds: write it yourself, it is the point of this section). Z-score *all* the
 #   returns at once, `(returns - returns.mean()) / (returns.std() + 1e-8)`. Step:
 #   `center + lr * noise.T @ z / (population * sigma)`, in float64, returned as float32.
-# * **The corners:** the generation is the one you are given (a step with another
-#   generation's noise looks like a valid update and is not); a chunk's mean and spread are not
-#   the population's, so shaping each worker's chunk on its own moves the center elsewhere.
+# * **The corners:** the generation is the one you are given (another generation's noise looks
+#   like a valid update and is not); shaping each worker's chunk on its own moves the center
+#   elsewhere (a chunk's mean and spread are not the population's).
 # * **The check:** 12 generations of your function in this process (the master) and in 3
 #   worker processes that get the generation-0 center once and then only each generation's
 #   returns (drawn by the check, chunks of unequal sizes; each worker starts with a global
@@ -455,13 +428,12 @@ check.seeds_only_update(update_from_returns)
 # ## 6. Algorithm 2 on CartPole: three processes, only returns
 #
 # Section 4's run again, without `es:task`: three worker processes
-# (`CHUNKS = [(0, 96), (96, 160), (160, 256)]`), each with its own copy of the center, which
-# starts at zero. Each generation a worker plays its members, sends its returns to the master,
-# receives every worker's returns, and updates its copy with your `update_from_returns`; the
-# master only forwards returns (a pipe per worker stands in for the network). **Expected
-# output:** `5 generations, 3 worker processes; returns sent: 40,960 bytes in all (8,192 per
-# generation), no parameter after generation 0` and `every worker's center identical to section
-# 4's: True` (a second or two; Linux and macOS: the workers are forked).
+# (`CHUNKS = [(0, 96), (96, 160), (160, 256)]`), each with its own copy of the center (zero at
+# first), updated with your `update_from_returns`; the master only forwards returns through a
+# pipe per worker. **Expected output:** `5 generations, 3 worker processes; returns sent:
+# 40,960 bytes in all (8,192 per generation), no parameter after generation 0` and `every
+# worker's center identical to section 4's: True` (Linux and macOS: the workers are forked).
+# Without section 5's `update_from_returns` the cell says so and stops.
 
 # %%
 import multiprocessing as mp
@@ -481,7 +453,15 @@ def seeds_only_worker(link, first, end):
     link.send(center)                                            # only to compare with section 4
 
 
-if "fork" in mp.get_all_start_methods():
+try:       # section 5 is an extra: without it, there is nothing to run here
+    update_from_returns(np.zeros(POLICY.num_params, dtype=np.float32), SEED, 0, [np.zeros(2)], SIGMA, LR)
+    missing = None
+except NotImplementedError:
+    missing = "update_from_returns is not written yet: write it in section 5 (an extra), then run this cell again"
+
+if missing:
+    print(missing)
+elif "fork" in mp.get_all_start_methods():
     ctx = mp.get_context("fork")
     links, procs, sent = [], [], 0
     for a, b in CHUNKS:
@@ -507,12 +487,12 @@ else:      # Windows: no fork
 # ### Bytes per generation, at the paper's scale
 #
 # The paper scales its humanoid runs up to 1,440 CPU cores (Salimans et al. 2017, Figure 1).
-# The cell counts the bytes that cross the network in one generation at 1,440 workers, both
-# ways: each return is a float64, each parameter a float32. Only returns: every worker sends
-# its members' returns once, and every worker receives all of them. The center: every worker
-# receives the whole center (section 4's `es:task`), the returns come back once. Assumed: one
-# mirrored pair per worker (population 2,880), headers left out. **Expected output:** 33.2 MB
-# against 0.1 MB for this policy, 33.2 MB against 5,760.0 MB for a million parameters.
+# The cell counts the bytes one generation sends over the network at 1,440 workers, one
+# mirrored pair each (population 2,880), headers left out; a return is a float64, a parameter a
+# float32. Only returns: every worker sends its members' returns once and receives all of
+# them. The center: every worker receives the whole center, the returns come back once.
+# **Expected output:** 33.2 MB against 0.1 MB for this policy, 33.2 MB against 5,760.0 MB for a
+# million parameters.
 
 # %%
 def bytes_per_generation(workers, population, params):
@@ -540,38 +520,32 @@ for params in (POLICY.num_params, 1_000_000):
 
 # %% [markdown] tags=["solution_only", "reference:bytes"]
 # **Reference answer:** Sending only the returns costs `8 P (W + 1)` bytes whatever the size of
-# the network, because every worker must receive all `P` returns; sending the center costs
+# the network: every worker must receive all `P` returns. Sending the center costs
 # `4 d W + 8 P`, growing with the parameters `d`. They are equal at `d = 2 P` (5,760
 # parameters at population 2,880), so the returns win for any network larger than a few
 # thousand parameters and lose for CartPole's 10. The price: every worker rebuilds all `P`
-# members' noise each generation (`P / 2` seeded generators and `P d / 2` normal draws)
-# instead of its own members' only: computation traded for bandwidth, which section 7's table
-# makes cheap.
+# members' noise each generation instead of its own members' only, computation traded for
+# bandwidth, which section 7's table makes cheap.
 
 # %% [markdown]
 # ## 7. The shared noise table [extras]
 #
-# Each worker of section 6 rebuilds every member's noise every generation: a seeded generator
-# per pair and `dim` normal draws each. OpenAI's starter code (linked in notebook 00) builds
-# one large table of Gaussian noise per machine instead, from a fixed seed, so that every
-# machine holds the same table; a perturbation is then `dim` consecutive values of it from an
-# offset (`SharedNoiseTable`, lines 50-63 of its `951f199:es_distributed/es.py`, the file at
-# commit 951f199 as `git show` names it). There a worker draws each offset from an unseeded
-# `np.random.RandomState()` (line 319; `noise.sample_index(rs, policy.num_params)`, line 355)
-# and sends the offsets back with its returns (`noise_inds_n`, line 373), so that the master
-# can read each member's noise (line 244). The course draws the offsets from (run seed,
-# generation) instead: every machine computes every pair's offset itself, so nothing but
-# returns need travel (section 6's protocol), and a run is repeatable from its seed.
+# Each worker of section 6 draws every member's noise every generation. OpenAI's starter code
+# (linked in notebook 00) builds one large table of Gaussian noise per machine instead, from a
+# fixed seed, so that every machine holds the same table; a perturbation is then `dim`
+# consecutive values of it from an offset (`SharedNoiseTable`, lines 50-63 of its
+# `951f199:es_distributed/es.py`). Its workers draw the offsets from an unseeded
+# `np.random.RandomState()` (line 319) and send them back with their returns (`noise_inds_n`,
+# line 373). The course draws them from (run seed, generation): every machine computes every
+# pair's offset itself, so nothing but returns travel, and a run is repeatable from its seed.
 #
 # **`make_noise_table(seed, size)`**
 # * **Returns:** float32 `(size,)`: `np.random.default_rng(seed).standard_normal(size,
-#   dtype=np.float32)`, drawn in one call (float32 draws: float64 draws cast to float32 are
-#   other numbers). Every machine that calls it with the same seed holds the same table.
+#   dtype=np.float32)`, drawn in one call (float64 draws cast to float32 are other numbers).
 #
 # **`generation_offsets(seed, generation, pairs, size, dim)`**
 # * **Returns:** int `(pairs,)`, where each pair's slice starts in a table of `size` values:
-#   `np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)`, one
-#   generator per generation (not one per pair: building a generator is what the table saves).
+#   `np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)`, in one call.
 # * **The corners:** the upper bound `size - dim + 1` is exclusive, so the last possible
 #   offset, `size - dim`, ends exactly at the table's end and no slice runs past it; the
 #   generation is part of the key, or every generation plays the same noise.
@@ -581,9 +555,8 @@ for params in (POLICY.num_params, 1_000_000):
 #   generation's offsets (what `generation_offsets` returns); `member` and `dim`, ints.
 # * **Returns:** float32 `(dim,)`: pair `k = member // 2` reads `table[o:o + dim]` with `o =
 #   offsets[k]`; member `2k` gets the slice, member `2k + 1` the slice negated (mirrored
-#   pairs: both members of a pair share one offset). The slice itself (a view into the table)
-#   or a new array: both pass; the table must stay as it was (negating a view in place writes
-#   into the table).
+#   pairs: both members of a pair share one offset). A view into the table or a new array:
+#   both pass; the table must stay as it was (negating a view in place writes into it).
 #
 # * **The check:** your table against the right one for the check's seed and size (bit for
 #   bit); your offsets (ints) for a small table (`3 * dim` values, so that they span it to its
@@ -623,20 +596,16 @@ check.noise_table(make_noise_table, generation_offsets, table_noise)
 # %% [markdown]
 # ### What the table costs, and what it saves
 #
-# The table costs its memory on every machine and one build per process. What a member's noise
-# then costs depends on what your `table_noise` returns. `table[o:o + dim]` is a *view*: a small
-# header pointing into the table's memory, no value copied, so it costs the same at any `dim`
-# (and writing into it writes into the table). `-table[o:o + dim]` or `sign * table[o:o + dim]`
-# is a *copy*: `dim` values written into a new array, a cost that grows with `dim` as drawing
-# does, though a value is cheaper to copy than to draw.
+# The table costs its memory on every machine and one build per process. `table[o:o + dim]` is
+# a *view* (no value copied: the same cost at any `dim`); `-table[o:o + dim]` is a *copy*, `dim`
+# values written into a new array, a cost that grows with `dim` as drawing does.
 #
-# The cell builds a table on your machine (`size = 1 << 24` values; `size = 1 << 20` in fast
-# mode), then times one generation's noise for `pairs = 32` both ways: a seeded generator per
-# pair (section 6's way) against the generation's offsets and your `table_noise` for each
-# pair's even member. **Expected output:** the table's size and build time; whether your
-# `table_noise` returned a view or a copy for an even member; then for `dim` 10 (this
-# policy's) and 100,000, the time per pair each way (the best of 3 rounds) and how many times
-# faster the table was on your machine.
+# The cell builds a table (`size = 1 << 24` values; `size = 1 << 20` in fast mode), then times
+# one generation's noise for `pairs = 32` both ways: a seeded generator per pair (section 6's
+# way) against the generation's offsets and your `table_noise` for each pair's even member.
+# **Expected output:** the table's size and build time; whether your `table_noise` returned a
+# view or a copy for an even member; then for `dim` 10 and 100,000, the time per pair each way
+# (the best of 3 rounds) and how many times faster the table was on your machine.
 
 # %%
 size = 1 << (20 if FAST else 24)
@@ -668,18 +637,15 @@ for dim in (10, 100_000):
 # %% [markdown]
 # ## 8. What a real cluster adds
 #
-# The course's own Redis master (in the es-course repository, not in a release) adds what a
-# cluster of strangers' machines needs on top of your `gather`: a run id and a nonce (a random
-# number used once) per generation, which every result must repeat, so that a stale result is
-# recognised; access roles (a worker can push results, never rewrite the task); heartbeats
-# stamped with the Redis server's clock; a probation for a new worker (its first results are
-# compared with a trusted evaluation before they count); and spot checks that replay a few
-# members to catch a worker that lies about its returns. The protocol stays the one above:
-# only seeds, the center and scalar returns travel.
+# The course's own Redis master (not in a release) adds what a cluster of strangers' machines
+# needs: a run id and a nonce per generation that every result must repeat (a stale result is
+# recognised); access roles (a worker cannot rewrite the task); heartbeats
+# stamped with the Redis server's clock; a probation for a new worker; and spot checks that
+# replay a few members to catch a worker that lies about its returns.
 
 # %% [markdown] tags=["solution_only"]
-# The cell below trains CartPole with the course's master and two workers through Redis, and
-# compares the center with one process's.
+# The course's own master and two workers train CartPole through Redis; the center is compared
+# with one process's.
 
 # %% tags=["solution_only"]
 import es

@@ -3,13 +3,11 @@
 #
 # The agent sees the last 4 frames of the screen, each shrunk to 42x42 gray levels. You write
 # the preprocessing, a policy that plays every member of the population at once, and the ES
-# update; then you train your own agent with them until it beats a random player (the time it
-# takes: section 5).
+# update; then you train your own agent with them until it beats a random player.
 #
 # The games are `ALE/Pong-v5`'s own: 4 emulator frames per action, and with probability
-# 0.25 on every frame the previous action is repeated (sticky actions). A game with seed `s`
-# is exactly the game `gymnasium.make("ALE/Pong-v5").reset(seed=s)` starts. `pong.games`
-# runs many of them at once and asks your code for the observations and the actions.
+# 0.25 on every frame the previous action is repeated (sticky actions). `pong.games` runs many
+# of them at once and asks your code for the observations and the actions.
 #
 # ### From the screen to an action
 #
@@ -35,7 +33,7 @@
 # ```
 #
 # After each generation, ES_STEP (section 4) turns every member's score into the next
-# parameters. Section 2 shows the pipeline on a real game, with your functions.
+# parameters.
 
 # %%
 import os
@@ -54,13 +52,12 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # ## 1. Downsampling 210x160 to 42x42, exactly
 #
 # **`downsample(frames)`**
-# * **Input:** a batch of ALE's grayscale screens, `uint8` of shape `(k, 210, 160)`, `k >= 1`
-#   (a single screen comes as `(1, 210, 160)`).
-# * **Returns:** `uint8` of shape `(k, 42, 42)` (the check fails another dtype). Each output
-#   pixel is the mean of the input area it covers (area averaging, OpenCV's `INTER_AREA`),
-#   **rounded to the nearest integer, halves to even** (what `np.rint` does). Keep ALE's gray
-#   levels: no `frames / 255`.
-# * **Speed matters:** it runs on every step of every game you train on (millions of times).
+# * **Input:** ALE's grayscale screens, `uint8 (k, 210, 160)`, `k >= 1` (one screen comes as
+#   `(1, 210, 160)`).
+# * **Returns:** `uint8 (k, 42, 42)` (the check fails another dtype). Each output pixel is the
+#   mean of the input area it covers (area averaging, OpenCV's `INTER_AREA`), **rounded to the
+#   nearest integer, halves to even** (`np.rint`). Keep ALE's gray levels: no `frames / 255`.
+# * **Speed matters:** it runs on every step of every game you train on.
 #
 # Rows shrink by $210 / 42 = 5$, columns by $160 / 42 \approx 3.81$: output column `j` covers
 # the input columns from `160 j / 42` to `160 (j + 1) / 42`, whole columns in the middle and a
@@ -69,11 +66,11 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # **Exactly:** measure the parts in 42ths of a column. Output column `j` covers `[160 j,
 # 160 (j + 1))` in 42ths and input column `c` is `[42 c, 42 (c + 1))`: the overlap is an integer
 # from 0 to 42, and each output column's weights sum to 160. Sum the 5 rows as integers: every
-# output is then `N / 800` for an integer `N` (5 rows x 160), computed exactly (float64, and even
-# float32, holds these integers exactly), and rounded once. Exact halves are common on real
-# frames (0.6 per frame on average in random play); rounding one the other way gives a
-# different frame, a different game, and a run the grader cannot replay. The check compares
-# every pixel exactly, on random frames and on frames where many means are exact halves.
+# output is then `N / 800` for an integer `N` (5 rows x 160), computed exactly and rounded
+# once. Exact halves are common on real frames (0.6 per frame on average in random play);
+# rounding one the other way gives a different frame, a different game, and a run the grader
+# cannot replay. The check compares every pixel exactly, on random frames and on frames where
+# many means are exact halves.
 #
 # **A worked example**, output pixel (0, 0): output column 0 covers input columns 0, 1, 2
 # wholly (42 each) and 34/42 of column 3 (up to 160/42 = 3.81). If the first 5 rows summed per
@@ -82,9 +79,11 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 #
 # <details><summary>Hint: two steps, and the weights once</summary>
 #
-# `frames.reshape(k, 42, 5, 160).sum(axis=2)` sums the rows; a `(160, 42)` matrix of overlaps
-# does the columns in one matmul. Build that matrix once, outside the function: your function
-# runs on every step of every game you train on.
+# `frames.reshape(k, 42, 5, 160).sum(axis=2)` sums the rows as integers (`+` between uint8
+# arrays would wrap around at 256); a `(160, 42)` matrix of overlaps does the columns in one
+# matmul. Build that matrix once, outside the function, as float64: its integers, and every
+# `N`, are far below $2^{53}$ and so exact in float64, and NumPy multiplies integer matrices
+# many times more slowly than float64 ones.
 # </details>
 
 # %%
@@ -132,11 +131,11 @@ def stack_frames(stacks, frames):
 check.stack_frames(stack_frames)
 
 # %% [markdown]
-# Your two functions at work, the pipeline of the figure at the top on a real game: 40 steps of
-# game 0, our paddle left still for 36 steps, then moved up. Top row: the screen ALE gave at
-# the last step, what your `downsample` made of it, and the features the policy reads (the
-# 4 frames side by side, each 42 rows x 7 bands: the ball and the paddles light up, the empty
-# field is 0). Bottom row: the observation, your `stack_frames`' 4 frames, oldest first.
+# Your two functions on a real game: 40 steps of game 0, our paddle left still for 36 steps,
+# then moved up. Top row: the screen behind the last observation, what your `downsample` made
+# of it, and the features the policy reads (the 4 frames side by side, each 42 rows x 7 bands:
+# the ball and the paddles light up, the empty field is 0). Bottom row: the last observation,
+# your `stack_frames`' 4 frames, oldest first.
 #
 # **Expected output:** the screen and its 42x42 copy show the same picture (score, paddles,
 # ball); from one frame to the next the ball moves and our paddle, at the right, climbs.
@@ -159,7 +158,8 @@ PongGames(1, downsample_and_keep, stack_frames).play(still_then_up, [0], max_ste
 fig = plt.figure(figsize=(11, 6))
 top = fig.subplots(2, 4)
 last = frames_seen[-1]
-for ax, image, title in ((top[0, 0], screens[-1], "ALE screen (210, 160)"),
+shown = screens[len(frames_seen) - 1]    # behind the last observation (the games downsample once more after it)
+for ax, image, title in ((top[0, 0], shown, "ALE screen (210, 160)"),
                          (top[0, 1], last[3], "downsample: (42, 42)")):
     ax.imshow(image, cmap="gray", vmin=0, vmax=255)
     ax.set_title(title, fontsize=9)
@@ -241,8 +241,7 @@ check.batched_policy(batched_policy)
 #   \text{center}_t = \text{center}_{t-1} + \text{lr}\,\frac{\sqrt{1 - 0.999^t}}{1 - 0.9^t}\,
 #   \frac{m_t}{\sqrt{v_t} + 10^{-8}}$$
 #
-#    (notebook 01's `adam_update` is this step; this notebook does not define it: write it here
-#    or paste yours in).
+#    (notebook 01's `adam_update`: write it here or paste yours in).
 #
 # **The check:** three updates in a row, each with its own noise and fitness (with ties and an
 # outlier), the state passed on as the checkpoint saves it; each parameter within `lr / 1000` of
@@ -276,20 +275,14 @@ check.es_step(es_step)
 # %% [markdown]
 # ### Before training: is your code fast enough? (not graded)
 #
-# Your checks ask for exact answers, not fast ones: a `downsample` that loops over pixels in
-# Python passes its check, then turns minutes of training into hours, because your functions
-# run on every step of every game. The cell below times `downsample`, `stack_frames` and
-# `batched_policy` on what training hands them (32 games' real screens at once), per game
-# step, against the time ALE itself takes to emulate a step, measured in the same cell (the
-# part of training no code of yours can speed up). **Target: your three functions together
-# add at most 100% to a game step**, so that training takes at most about twice as long as
-# with the course's own functions. Too slow, and the cell fails, naming the slowest function
-# and its usual cause. It is worth no points (the training cell runs it again before it
-# starts).
+# A `downsample` that loops over pixels in Python passes its check, then turns minutes of
+# training into hours. The cell times `downsample`, `stack_frames` and `batched_policy` on what
+# training hands them (32 games' real screens at once), per game step, against the time ALE
+# takes to emulate a step, measured in the same cell. **Target: your three functions together
+# add at most 100% to a game step**. Too slow, and the cell fails, naming the slowest function
+# and its usual cause (the training cell runs it again before it starts).
 #
-# **Expected output:** `OK pong_speed (not graded)`; written as sections 1 and 3 suggest (a row
-# sum and one matmul by weights built once; one `np.einsum`), your code stays well under the
-# target.
+# **Expected output:** `OK pong_speed (not graded)`.
 
 # %%
 check.pong_speed(downsample, stack_frames, batched_policy)
@@ -297,28 +290,24 @@ check.pong_speed(downsample, stack_frames, batched_policy)
 # %% [markdown]
 # ## 5. Your own agent
 #
-# Your four functions train it: every game of every member is preprocessed by your
-# `downsample` and `stack_frames`, every action chosen by your `batched_policy`, every update
-# made by your `es_step`. The loop around them (`pong.student`) draws each member's noise
-# from your run's seed, plays the games in 2 worker processes, and records the run so that the
-# grader can check it is yours: your run's seed comes from your identifier, and the grader
-# replays the run (each update against the course's, a few games played again) and plays your
-# agent on 20 games it never saw.
+# Your four functions train it. The loop around them (`pong.student`) draws each member's
+# noise from your run's seed (which comes from your identifier), plays the games in 2 worker
+# processes, and records the run; the grader replays it (each update against the course's, a
+# few games played again) and plays your agent on 20 games it never saw.
 #
 # **The settings** (`pong.student.StudentConfig`), and why each:
 #
 # * **Population 64** (32 mirrored pairs), each member playing one whole game, all on the
 #   generation's game seed.
-# * **Sigma 0.05**, how far a member's weights lie from the center. Far enough that members
-#   play differently, close enough that a member's score still speaks for the center: with
-#   the agent this notebook's own run (`reference`) ended on, after 30 updates, a member picks
-#   another action than the center on 16% of the first 900 steps of game seed 0 (the median of
-#   16 members); at sigma 0.02 on 6%, at 0.1 on 30%.
+# * **Sigma 0.05**: far enough that members play differently, close enough that a member's
+#   score still speaks for the center: with the agent this notebook's own run (`reference`)
+#   ended on, after 30 updates, a member picks another action than the center on 16% of the
+#   first 900 steps of game seed 0 (the median of 16 members); at sigma 0.02 on 6%, at 0.1 on
+#   30%.
 # * **Adam, step 0.01**: Adam moves each weight by about `lr` per update whatever the
 #   gradient's size, so a step is a fifth of sigma: the new center stays inside the cloud the
-#   population just sampled, where the estimate of the gradient holds. OpenAI's starter code
-#   (linked in notebook 00) uses Adam with the same step in its one released configuration,
-#   for MuJoCo's humanoid, not Atari
+#   population just sampled. OpenAI's starter code (linked in notebook 00) uses Adam with the
+#   same step in its one released configuration, for MuJoCo's humanoid, not Atari
 #   ([its stepsize, line 17](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/configurations/humanoid.json#L17)).
 # * **Weight decay 0.005**, the `l2coeff` of that configuration
 #   ([line 6](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/configurations/humanoid.json#L6)),
@@ -326,10 +315,9 @@ check.pong_speed(downsample, stack_frames, batched_policy)
 #   ([lines 247-249 of its master](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L247-L249):
 #   `g /= returns_n2.size`, then `optimizer.update(-g + config.l2coeff * theta)`), while here
 #   the ES term is divided by sigma = 0.05, so the same decay pulls 20 times less against it.
-#   In a run as short as yours it barely acts: in the `reference` run's last update its pull
-#   is 0.04% of the ES term's size. It is for long runs: the action is an argmax, which does
-#   not change when every weight grows by the same factor, so without a pull towards zero the
-#   weights can drift large until a perturbation of size sigma no longer changes any action.
+#   It is for long runs: an argmax does not change when every weight grows by the same factor,
+#   so without a pull towards zero the weights can drift large until a perturbation of size
+#   sigma no longer changes any action.
 # * ***Whole games* as fitness** (capped at 5000 agent steps), the score you are judged on.
 #   Equal scores rank by how long the game lasted (+ 0.00001 per step, never enough to pass a
 #   point): at first every member loses 21:0, and the one that kept the ball in play longest
@@ -337,32 +325,28 @@ check.pong_speed(downsample, stack_frames, batched_policy)
 # * **At most 200 updates** (`StudentConfig.generations`): training stops at the first agent
 #   that beats random by the rule below, or after 200 updates.
 #
-# **The rule (the same here, in the grader and in `docs/students.md`):** 20 full games of
-# `ALE/Pong-v5` with your agent and 20 with a uniformly random player on the same seeds; your
-# agent beats random when its 95% t-interval lies entirely above the random player's. The
-# random player scores -20.25 on seeds 0..19 (interval [-20.65, -19.85]) and a little more or
-# less on other seeds, so the bar moves a little with the seeds. Training applies the rule
-# every 5 updates once the last 5 generations' populations average above -20, and stops at the
-# first agent that passes it twice: on seeds 0..19, then on 20 games it has never seen (new
-# seeds at each check). Why twice: the first of many checkpoints to pass on seeds 0..19 was
-# picked partly for its luck on those 20 games, and the grader plays new ones.
+# **The rule** (the grader's, as in `docs/students.md`): 20 full games of `ALE/Pong-v5` with your
+# agent and 20 with a uniformly random player on the same seeds; your agent beats random when
+# its 95% t-interval lies entirely above the random player's. The random player scores -20.25
+# on seeds 0..19 (interval [-20.65, -19.85]) and a little more or less on other seeds. Training
+# applies the rule every 5 updates once the last 5 generations' populations average above -20,
+# and stops at the first agent that passes it twice: on seeds 0..19, then on 20 games it has
+# never seen (new seeds at each check). Why twice: the first of many checkpoints to pass on
+# seeds 0..19 was picked partly for its luck on those 20 games, and the grader plays new ones.
 #
 # **How long it takes.** Your identifier decides how many updates your run needs, your machine
-# how long each takes; the training cell prints both when it ends. On the course's 2-core
-# machine, the identifiers it timed took 3.6 to 10.8 minutes of training with nothing else
-# running (25 to 70 updates), and this notebook's own 30 updates took 20.8 and 52.7 minutes on
-# the clock in two runs while other work kept the machine busy. Plan for 15 minutes on a
-# machine to yourself and an hour or more on a busy one; more than 2 cores do not help (the
-# loop uses 2 worker processes). Interrupt whenever you like: re-running the training cell resumes the run where
-# it stopped, and its clock counts only the time the cell ran.
+# how long each takes; the training cell prints both. On the course's 2-core machine, the
+# identifiers it timed took 3.6 to 10.8 minutes of training with nothing else running (25 to
+# 70 updates). Plan for 15 minutes on a machine to yourself and an hour or more on a busy one;
+# more than 2 cores do not help (the loop uses 2 worker processes). Interrupt whenever you
+# like: re-running the training cell resumes the run where it stopped.
 #
-# **Before it trains, the training cell runs this notebook's four checks again** (on your
-# functions as they are now; a second or two) and refuses to start while one fails: a run made
-# with code that fails its checks is not the course's run, and the grader cannot replay it (no
+# **Before it trains, the training cell runs this notebook's four checks again** and refuses
+# to start while one fails: the grader cannot replay a run made with code that fails them (no
 # points for the agent).
 #
 # Set `STUDENT_ID` to your login, the id your instructor grades you under; the cell below says
-# what the grader will check. Re-running the training cell resumes your run where it stopped.
+# what the grader will check.
 
 # %%
 RUN_DIR = "pong-run"   # hand in this folder next to the notebook
@@ -393,23 +377,20 @@ else:
 #
 # **Expected, and is it a bug or a wait?** Once your four checks pass, your run is the course's
 # own run for your identifier, generation for generation (the grader replays it), so a slow
-# curve is a wait, not a bug in your functions. What this notebook's own run (`reference`)
-# shows:
+# curve is a wait, not a bug. What this notebook's own run (`reference`) shows:
 #
 # * **generation 0** (before the first update): the population's mean near -21 (almost every
-#   member loses 21:0; `reference`: -20.96), its best member a point or more above
-#   (`reference`: -20);
+#   member loses 21:0; `reference`: -20.96), its best member about a point above the mean
+#   (`reference`: -19.99, one point won);
 # * **the climb:** the mean first passes -20.5 at generation 17 (11 for `linus`, another
-#   identifier the course timed); a run can
-#   stay near -21 for many generations at the start, while almost every game is lost 21:0 and
-#   the ranks have little but game length to go on;
+#   identifier the course timed); a run can stay near -21 for many generations while almost
+#   every game is lost 21:0 and the ranks have little but game length to go on;
 # * **the rule** is first tried once five generations average above -20 (after 30 updates for
 #   `reference`, 25 for `linus`; both passed at once), and an agent that passes still loses its
 #   games (`reference`: -17.5 on seeds 0..19): the goal is to beat a random player, not to win.
 #
-# So a flat start can be a wait. Not a wait: generations far slower than the times above (the
-# speed check before section 5 names the slow function), or a training cell that stops with an
-# error.
+# Not a wait: generations far slower than the times above (the speed check names the slow
+# function), or a training cell that stops with an error.
 
 # %%
 import json

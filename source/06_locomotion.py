@@ -7,24 +7,19 @@
 # divides its step by the returns' standard deviation, may keep only its best directions and,
 # in its version V2, normalizes the observations (their code,
 # [`4c8e24e:code/ars.py`](https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py)
-# lines 362, 273-274 and 264-270). Their Table 1 sets a return to reach on each task (Swimmer
-# 325, Hopper 3,120, HalfCheetah 3,430) and counts the episodes each method needs to reach it.
-# Here ES teaches gymnasium's `HalfCheetah-v5` (a 2D cheetah: 17
-# observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, reward = forward speed
-# less a small cost on the torques) to run past 3,430, with three functions you write:
-#
-# * `merge_stats`: merge two workers' statistics of the states their members visited;
-# * `mean_std`: the mean and standard deviation the next generation normalizes with;
-# * `linear_policy`: the actions of many members at once, from raw observations.
+# lines 273-274, 264-270 and 362). Their Table 1 sets a return to reach on each task (Swimmer
+# 325, Hopper 3,120, HalfCheetah 3,430). Here ES teaches gymnasium's `HalfCheetah-v5` (a 2D
+# cheetah: 17 observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, reward =
+# forward speed less a small cost on the torques) to run past 3,430, with three functions you
+# write: `merge_stats`, `mean_std` and `linear_policy`.
 #
 # The training loop around them (`classroom.mujoco_runs`, given) plays every member of a
-# generation in 2 worker processes, each member one episode; it calls your `linear_policy` at
-# every step of every episode, your `mean_std` once a generation and your `merge_stats` once
-# per member. Its update is notebook 04's `es_step` with no weight decay: centered ranks of the
-# members' returns (tied returns share their mean rank), then Adam, on mirrored noise.
+# generation in 2 worker processes, one episode each; it calls your `linear_policy` at every
+# step, your `mean_std` once a generation and your `merge_stats` once per member. Its update is
+# notebook 04's `es_step` with no weight decay, on mirrored noise.
 #
-# **What it needs:** the `mujoco` package (`pip install "mujoco==3.3.7"`; the course's
-# `requirements.txt` has it), and for section 5's video an OpenGL context without a screen:
+# **What it needs:** the `mujoco` package (`pip install "mujoco==3.3.7"`, in
+# `requirements.txt`), and for section 5's video an OpenGL context without a screen:
 # on Linux `MUJOCO_GL=egl` (set below) with the EGL and GL libraries and, without a GPU,
 # Mesa's software renderer (Debian/Ubuntu: `apt-get install libegl1 libgl1 libgl1-mesa-dri`),
 # or `MUJOCO_GL=osmesa` with `libosmesa6`. On macOS, leave `MUJOCO_GL` unset.
@@ -49,39 +44,37 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 #
 # A linear policy computes `tanh(x @ W + b)`; ES perturbs every weight by the same `sigma`.
 # HalfCheetah's observation mixes joint angles with joint velocities whose spread is many times
-# larger (section 4 prints the standard deviations your run measured): a perturbation of the
-# same size matters far more on a fast-moving input's weight than on a slow one's, so one
-# `sigma` is too large for some inputs and too small for others. OpenAI's starter code (linked
-# in notebook 00) feeds its MuJoCo policies `clip((obs - mean) / std, -5, 5)`
+# larger, so one `sigma` is too large for some inputs' weights and too small for others'.
+# OpenAI's starter code (linked in notebook 00) feeds its MuJoCo policies
+# `clip((obs - mean) / std, -5, 5)`
 # ([`951f199:es_distributed/policies.py` line 145](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/policies.py#L145)),
-# where `mean` and `std` are statistics of the states the members visited so far: every input
-# then has a comparable scale.
+# with `mean` and `std` measured on states of earlier rollouts; so does this notebook: every
+# input then has a comparable scale.
 #
-# **Many workers, one set of statistics.** Each worker plays some members, so each sees only
-# some states. Workers do not send the states back (1,000 a member): each member reports three
-# small things, its states' **count**, **sum** and **sum of squares** (vectors of 17 floats),
-# and the master adds them up. Sums and counts add exactly: the statistics of all states are
-# those of the merged sums, whichever worker saw which state. Means and standard deviations do
-# not add (the mean of two workers' means is wrong when they saw different numbers of states).
+# **Many workers, one set of statistics.** Workers do not send the states back (1,000 a member):
+# each member reports its states' **count**, **sum** and **sum of squares** (vectors of 17
+# floats), and the master adds them up. Sums and counts add exactly, whichever worker saw which
+# state; means and standard deviations do not (the mean of two workers' means is wrong when
+# they saw different numbers of states).
 #
 # **Frozen within a generation.** Every member of generation `g` normalizes with the
 # statistics of generations `0 .. g-1`; generation `g`'s states enter only after it ends, merged
 # in member order. So a member's episode depends on its parameters, its seed and those frozen
-# statistics only, never on which worker played it or when: the run is the same for any number
-# of workers.
+# statistics only: the run is the same for any number of workers.
 #
 # **`merge_stats(a, b)`**
 # * **Inputs:** `a` and `b`, each a tuple `(count, total, squares)`: `count` an int (states
-#   seen), `total` and `squares` float64 `(obs_dim,)`, the sum of those states and the sum of
-#   their elementwise squares.
-# * **Returns:** the tuple `(count, total, squares)` of all states of `a` and of `b`, `total`
-#   and `squares` in new float64 arrays: leave `a` and `b` as they are (`total_a += total_b`
+#   seen), `total` and `squares` float64 `(obs_dim,)`, the sum of those states and of their
+#   elementwise squares.
+# * **Returns:** the tuple `(count, total, squares)` of all states of `a` and of `b`, `count` an
+#   int, `total` and `squares` float64 arrays; leave `a` and `b` as they are (`total_a += total_b`
 #   would change the caller's `a`).
-# * **Example:** `a = (2, [1., 4.], [1., 10.])` (states `[0, 1]`, `[1, 3]`), `b = (1, [2., 2.],
-#   [4., 4.])` (state `[2, 2]`): `(3, [3., 6.], [5., 14.])`.
-# * **The check:** the count exact, the sums float64 and within a relative error of 1e-12, on
-#   workers that saw very different numbers of states, then three workers merged in a row; and
-#   `a` and `b` left as they were.
+# * **Example:** `a = (2, np.array([1., 4.]), np.array([1., 10.]))` (states `[0, 1]`, `[1, 3]`),
+#   `b = (1, np.array([2., 2.]), np.array([4., 4.]))` (state `[2, 2]`):
+#   `(3, np.array([3., 6.]), np.array([5., 14.]))`.
+# * **The check:** the count an exact int, the sums float64 and within a relative error of
+#   1e-12, on workers that saw very different numbers of states, then three workers merged in a
+#   row; and `a` and `b` left as they were.
 
 # %%
 def merge_stats(a, b):
@@ -98,20 +91,20 @@ check.merge_stats(merge_stats)
 
 # %% [markdown]
 # **`mean_std(count, total, squares)`**
-# * **Inputs:** one `(count, total, squares)` as `merge_stats` returns it, unpacked: the loop's
-#   running sums, which it merges into afterwards, so leave `total` and `squares` as they are
-#   (`total / count`, not `total /= count`).
-# * **Returns:** the pair `(mean, std)`, each `(obs_dim,)`:
-#   `mean = total / count`, `var = squares / count - mean ** 2` (the population variance:
-#   divide by `count`, not `count - 1`), and `std = sqrt(max(var, 1e-4))`: a state variable that
-#   never moves has no variance, and dividing by it would blow up; its std is floored at
-#   $\sqrt{10^{-4}} = 0.01$.
+# * **Inputs:** one `(count, total, squares)` as `merge_stats` returns it, unpacked. The loop
+#   merges into `total` and `squares` afterwards: leave them as they are (`total / count`, not
+#   `total /= count`).
+# * **Returns:** the pair `(mean, std)`, each `(obs_dim,)`: `mean = total / count`,
+#   `var = squares / count - mean ** 2` (the population variance: divide by `count`, not
+#   `count - 1`), and `std = sqrt(max(var, 1e-4))`: a state variable that never moves has no
+#   variance, and dividing by it would blow up.
 # * **Before any state (`count == 0`):** `mean` all zeros and `std` all ones (the first
 #   generation sees the raw observations).
-# * **Example:** `(3, [3., 6.], [5., 14.])`: `mean = [1, 2]`, `var = [5/3 - 1, 14/3 - 4] =
-#   [0.6667, 0.6667]`, `std = [0.8165, 0.8165]`.
-# * **The check:** relative error at most 1e-6, on statistics with a constant state variable,
-#   and on `count == 0`; and `total` and `squares` left as they were.
+# * **Example:** `(3, np.array([3., 6.]), np.array([5., 14.]))`: `mean = [1, 2]`,
+#   `var = [5/3 - 1, 14/3 - 4] = [0.6667, 0.6667]`, `std = [0.8165, 0.8165]`.
+# * **The check:** relative error at most 1e-6, on statistics with a constant state variable
+#   and one of small variance (where `sqrt(var + 1e-4)` is off), and on `count == 0`; and
+#   `total` and `squares` left as they were.
 
 # %%
 def mean_std(count, total, squares):
@@ -132,11 +125,11 @@ check.mean_std(mean_std)
 # ## 2. A linear policy for many members at once
 #
 # A member's parameters are one flat vector of `obs_dim * act_dim + act_dim` numbers (108 for
-# HalfCheetah), laid out as the course's `es.policies.MLPPolicy(obs_dim, act_dim, hidden=())`
-# lays them out: first the weights `W`, shape `(obs_dim, act_dim)`, **row by row** (`W[i, j]`,
-# from observation `i` to action `j`, is entry `i * act_dim + j`), then the biases `b`,
-# `(act_dim,)`. The training loop plays many episodes at once and asks for all their actions
-# in one call: row `k` of `params` plays the episode whose observation is row `k` of `obs`.
+# HalfCheetah), laid out as `es.policies.MLPPolicy(obs_dim, act_dim, hidden=())` does: first the
+# weights `W`, shape `(obs_dim, act_dim)`, **row by row** (`W[i, j]`, from observation `i` to
+# action `j`, is entry `i * act_dim + j`), then the biases `b`, `(act_dim,)`. The loop asks for
+# the actions of many episodes in one call: row `k` of `params` plays the episode whose
+# observation is row `k` of `obs`.
 #
 # **`linear_policy(params, obs, mean, std, low, high)`**
 # * **Inputs:** `params`, float32 `(k, obs_dim * act_dim + act_dim)`, one member per row;
@@ -147,12 +140,11 @@ check.mean_std(mean_std)
 # $$x_k = \text{clip}\Big(\frac{\text{obs}_k - \text{mean}}{\text{std}}, -5, 5\Big), \qquad
 #   a_k = \text{low} + \frac{\tanh(x_k W_k + b_k) + 1}{2}\,(\text{high} - \text{low})$$
 #
-#   The clip keeps a state never seen before (a fall, a flip) from producing a huge input. The
-#   `tanh` and the scaling keep every action inside the range for any parameters: gymnasium
-#   would otherwise be handed torques the motors do not have.
+#   The clip keeps a state never seen before from producing a huge input; the `tanh` and the
+#   scaling keep every action inside the range, for any parameters.
 # * **Batched:** no Python `for` loop or comprehension over the rows: one operation does them
 #   all (`np.einsum("ki,kij->kj", x, W)`, or `x[:, None, :] @ W` with `W` of shape
-#   `(k, obs_dim, act_dim)`). It runs at every step of every episode.
+#   `(k, obs_dim, act_dim)`).
 # * **The check:** actions within `1e-5 * (high - low)` of the course's (it computes in float32,
 #   as `es.policies.MLPPolicy` does; float64 is fine), for a random number of rows, on
 #   observations far enough from the mean that the clip matters, and an asymmetric action range;
@@ -178,12 +170,10 @@ check.linear_policy(linear_policy)
 
 # %% [markdown]
 # Your policy at work: three episodes of 1,000 steps with all-zero parameters (every action the
-# middle of its range, no torque) and with random parameters (`sigma = 0.5`, on raw
-# observations: `np.zeros(17)` as `mean`, `np.ones(17)` as `std`). **Expected output:** returns
-# near 0 for the zero policy (no torque, so no torque cost, and the cheetah barely moves); for
-# the random ones, -494, -666 and -1560: the torques cost 0.1 times their sum of squares a step,
-# random weights on raw velocities push them to their limits, and the cheetah flails or runs
-# backwards.
+# middle of its range, no torque) and with random parameters (`sigma = 0.5`, on raw observations:
+# `np.zeros(17)` as `mean`, `np.ones(17)` as `std`). **Expected output:** returns near 0 for the
+# zero policy; for the random ones, -494, -666 and -1560: the torques cost 0.1 times their sum of
+# squares a step, and random weights on raw velocities push them to their limits.
 
 # %%
 env_id, shift, threshold = TASKS["halfcheetah"]
@@ -199,16 +189,16 @@ for name, params in (("zeros", np.zeros((3, dim), np.float32)),
 #
 # Hopper (and Walker2d, Ant, Humanoid) pays a bonus for every step the robot has not fallen:
 # 1 a step in `Hopper-v5`, up to 1,000 an episode. A policy that learns to **stand still**
-# collects it all, with no risk; stepping forward risks a fall that ends the episode and the
-# bonus with it. ES can find that local optimum first and stay there. Mania et al. train on
-# the return **less the bonus**, a `shift` of 1 a step for Hopper (their code,
+# collects it all; stepping forward risks a fall that ends the episode, so ES can get stuck
+# standing. Mania et al. train on the return **less the bonus**, a `shift` of 1 a step for
+# Hopper (their code,
 # [`4c8e24e:code/ars.py`](https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py)
-# lines 77 and 399): standing is then worth nothing, only forward progress pays. Every score the
+# lines 77 and 399): standing is then worth nothing. Every score the
 # loop reports or compares with the threshold (its progress lines, `metrics.jsonl`) adds the
 # bonus back: gymnasium's own return. HalfCheetah has no bonus (it cannot fall: the episode
-# always lasts 1,000 steps), so its shift is 0. Below, the zero policy on Hopper. **Expected output:** it
-# falls after 129 to 148 steps, and its return is about its bonus: the training fitness (the
-# return less the bonus) is between -10.9 and -0.3.
+# always lasts 1,000 steps), so its shift is 0. Below, the zero policy on Hopper.
+# **Expected output:** it falls after 129 to 148 steps, and its return is about its bonus: the
+# training fitness (the return less the bonus) is between -10.9 and -0.3.
 
 # %%
 hopper_id, hopper_shift, hopper_threshold = TASKS["hopper"]
@@ -226,16 +216,12 @@ for k in range(3):
 # generation), 2 worker processes. Training stops when the center's episode reaches 3,430 and
 # the center then averages at least 3,450 on 20 held-out episodes (seeds from 1,000,000): a
 # margin of 20, because one agent's return varies from episode to episode and the grader plays
-# 20 new ones. The checkpoint keeps the confirmed center and the frozen statistics it played
-# with.
+# 20 new ones.
 #
-# The solution's run (these settings, seed 0) stopped after 73 updates, 4.8 million steps and
-# 6.4 minutes of training on the course's machine; the cell prints yours. A call stops after
-# `minutes=20.0` of wall time, and re-running the cell resumes the run where it stopped
-# (`cheetah-run/checkpoint.npz`).
-#
-# **Before it trains, the cell runs this notebook's three checks again** on your functions as
-# they are now, and refuses to start while one fails.
+# The solution's run (these settings, seed 0) stopped after 73 updates and 4.8 million steps;
+# the cell prints yours. A call stops after `minutes=20.0` of wall time, and re-running the
+# cell resumes the run where it stopped (`cheetah-run/checkpoint.npz`). **Before it trains, the
+# cell runs this notebook's three checks again** and refuses to start while one fails.
 
 # %%
 RUN_DIR = "cheetah-run"     # hand in this folder next to the notebook
@@ -280,10 +266,8 @@ else:
 # ## 5. Watch it run
 #
 # One episode of your agent (`seed=0`, its first `steps=300` steps, every third one drawn),
-# rendered offscreen by MuJoCo through the model's `track` camera, which follows the cheetah,
-# and saved as `cheetah-run/cheetah.gif`. Rendering needs the OpenGL context of the
-# introduction: with `MUJOCO_GL=egl` and no GPU, Mesa draws each frame in software (the cell
-# prints how long it took).
+# rendered offscreen through the model's `track` camera and saved as `cheetah-run/cheetah.gif`.
+# Rendering needs the OpenGL context of the introduction.
 
 # %%
 if not FAST and os.path.exists(f"{RUN_DIR}/checkpoint.npz"):
@@ -300,8 +284,7 @@ if not FAST and os.path.exists(f"{RUN_DIR}/checkpoint.npz"):
 # The grader plays your checkpoint's center with the course's policy (the layout of section 2)
 # and your run's frozen statistics on 20 episodes on seeds it chooses. It passes unless their
 # mean is significantly below 3,430: mean + 1.645 standard errors must reach it (a one-sided
-# test at 5%). A rare bad episode widens the standard error rather than failing an agent that
-# runs past 3,430 on the others.
+# test at 5%).
 
 # %%
 check.locomotion_agent(RUN_DIR)
@@ -313,29 +296,21 @@ check.locomotion_agent(RUN_DIR)
 #   the count, sum and sum of squares of their states
 #   ([`951f199:es_distributed/es.py` lines 379-381](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L379-L381)),
 #   the master adds them up (line 216), and every task carries the statistics its episodes use
-#   (line 16). Without it one `sigma` cannot suit every input.
-# * **No action noise here.** ES explores in parameter space. OpenAI's starter code adds a
-#   little Gaussian noise to its training actions too (`ac_noise_std` 0.01 in
-#   [`951f199:configurations/humanoid.json` line 24](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/configurations/humanoid.json#L24),
-#   added in [`951f199:es_distributed/policies.py` lines 198-199](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/policies.py#L198-L199));
-#   this notebook's policy adds none, so a member's episode is a function of its parameters, its
-#   seed and the frozen statistics only (which is also why a run replays exactly, for any number
-#   of workers).
+#   (line 16). One difference: the starter records the states of a random 1% of its rollouts
+#   (line 304; `calc_obstat_prob` 0.01 in
+#   [`951f199:configurations/humanoid.json` line 3](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/configurations/humanoid.json#L3)),
+#   this notebook's loop every member's.
 # * **The network size does not transfer.** The paper's MuJoCo policies are multilayer
-#   perceptrons with two hidden layers of 64 `tanh` units (its section 4.1): 5,702 parameters
-#   for HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), against the 108 of
-#   your linear policy, which Mania et al. showed is enough for these thresholds. With 64
-#   members, ES's gradient estimate in 5,702 dimensions is far coarser than in 108; the paper
-#   ran up to 1,440 parallel workers (its section 2.1).
+#   perceptrons with two hidden layers of 64 `tanh` units (its section 4.1): 5,702 parameters for
+#   HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), against the 108 of your
+#   linear policy. With 64 members, ES's gradient estimate in 5,702 dimensions is far coarser than
+#   in 108; the paper ran up to 1,440 parallel workers (its section 2.1).
 # * **Scale does not transfer, the design does.** In the paper's Algorithm 2 (section 2.1),
-#   workers exchange only scalar returns: each knows every worker's random seed, rebuilds their
-#   perturbations and updates its own copy of the parameters. OpenAI's starter code has a
-#   master instead, which sends the parameters with the statistics in every task
-#   ([`951f199:es_distributed/es.py` line 16](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L16),
-#   lines 173-178); workers send back the indices of their noise in a shared table, their
-#   returns and their statistics (lines 371-381). This notebook's loop sends each of its 2
-#   worker processes their members' parameters, noise included (108 numbers a member), and the
-#   frozen statistics; the statistics travel and merge as the starter's do.
+#   workers exchange only scalar returns and rebuild each other's perturbations from known
+#   seeds (notebook 03). OpenAI's starter code has a master instead, which sends the parameters
+#   with the statistics in every task (`951f199:es_distributed/es.py` line 16, above); this
+#   notebook's loop sends each of its 2 worker processes their members' parameters, noise
+#   included (108 numbers a member), and the frozen statistics.
 # * **Hopper and the harder tasks** need the alive bonus shifted out (section 3) and more
-#   episodes: try `config = RunConfig(task="hopper")` with a new `RUN_DIR` (not timed with this
-#   notebook's settings; the grader's check accepts a Hopper run at 3,120).
+#   episodes: try `config = RunConfig(task="hopper")` with a new `RUN_DIR` (the grader's check
+#   accepts a Hopper run at 3,120).

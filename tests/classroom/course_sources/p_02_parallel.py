@@ -44,18 +44,17 @@ def _numpy_docstrings():
 
 
 def _fork_default():
-    """fork: multiprocessing's default on Linux in the installed Python (before 3.14, whose What's
-    New says the default changed to forkserver; a cited document, checked by hand); joblib's
-    multiprocessing backend takes multiprocessing's default context."""
+    """fork: multiprocessing's default on Linux in the course's Python (3.11, the installed one);
+    joblib's multiprocessing backend takes multiprocessing's default context."""
     import multiprocessing as mp
     import sys
     import joblib
     import joblib.parallel
+    assert sys.version_info[:2] == (3, 11), sys.version_info
     if sys.platform.startswith("linux"):
-        assert sys.version_info < (3, 14) and mp.get_context().get_start_method() == "fork"
+        assert mp.get_context().get_start_method() == "fork"
     assert joblib.__version__ == "1.6.0", joblib.__version__
     _line(joblib.parallel, 1304, 'self._backend_kwargs["context"] = mp.get_context()')
-    assert "What's New in Python 3.14*, section multiprocessing" in _FORK
 
 
 def _assignment():
@@ -80,9 +79,33 @@ def _parallel_returns_check():
     assert "p % n_jobs and p % 2" in src
 
 
-_FORK = ("`fork` is `multiprocessing`'s default on Linux until Python 3.14 (which made it `forkserver`: *What's "
-         "New in Python 3.14*, section multiprocessing), and joblib's `\"multiprocessing\"` backend uses that default "
-         "(joblib 1.6.0, module `joblib.parallel`, line 1304)")
+def _member_noise_check():
+    """The check names what section 2 says it tests: each of these wrong member_noise fails it."""
+    import numpy as np
+    from classroom import check
+
+    def weighted(w):
+        return lambda s, g, m, d: np.random.default_rng(s * 10 ** 9 + w * g + m).standard_normal(d)
+
+    def mirrored(s, g, m, d):
+        e = np.random.default_rng([s, g, m // 2]).standard_normal(d)
+        return -e if m % 2 else e
+
+    wrong = {"100 * generation + member": weighted(100), "1000 * generation + member": weighted(1000),
+             "members 2k and 2k + 1": mirrored,
+             "mean near $0$ and standard deviation near $1$":
+                 lambda s, g, m, d: np.random.default_rng([s, g, m]).uniform(-1, 1, d)}
+    for seed in range(3):
+        for said, fn in wrong.items():
+            try:
+                check._RAW["member_noise"](fn, np.random.default_rng(seed))
+            except check.CheckFailed:
+                continue
+            raise AssertionError(f"check.member_noise passes a member_noise the page says it catches ({said})")
+
+
+_FORK = ("on Linux with Python 3.11, `fork` is `multiprocessing`'s default, which joblib's `\"multiprocessing\"` "
+         "backend uses (joblib 1.6.0, module `joblib.parallel`, line 1304)")
 _ASSIGNMENT = ("The course's original assignment (Practical_RL's [`week01_intro/project_starter_evolution_strategies.ipynb`]"
                "(https://github.com/yandexdataschool/Practical_RL/blob/6f7fa8bc521af3d6bb47833c4670f44740f26aa6/"
                "week01_intro/project_starter_evolution_strategies.ipynb), *Tips on implementation*) says: \"For joblib, "
@@ -101,9 +124,11 @@ CLAIMS: list[Claim] = [
           "`[0, 3)`, `[3, 7)`, `[7, 11)`.", _corner, "computed with NumPy"),
     Claim("two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3 and 2", _parallel_returns_check,
           "classroom.check.parallel_returns"),
-    Claim(_FORK, _fork_default, "the installed Python's default start method, joblib's parallel.py line 1304; "
-          "Python 3.14's What's New (multiprocessing: fork to forkserver), read in quotations of it and "
-          "CPython PR 125750's documentation diff"),
+    Claim("a long draw's mean near $0$ and standard deviation near $1$; a triple twice, in this process and in "
+          "another; neighbouring triples that a sum, `100 * generation + member`, `1000 * generation + member`, a "
+          "product or run-together digits would confuse (`seed == 0` and `generation == 0` among them) and members "
+          "`2k` and `2k + 1`", _member_noise_check, "classroom.check.member_noise, run on wrong member_noise functions"),
+    Claim(_FORK, _fork_default, "the installed Python's (3.11) default start method, joblib's parallel.py line 1304"),
     Claim(_ASSIGNMENT, _assignment, "Practical_RL's week01_intro/project_starter_evolution_strategies.ipynb at "
           "commit 6f7fa8b, its markdown cell Tips on implementation, read by hand"),
 ]

@@ -188,21 +188,17 @@ def _equal():
 STARTER = ("OpenAI's starter code (linked in notebook 00) builds one large table of Gaussian noise per machine "
            "instead, from a fixed seed, so that every machine holds the same table; a perturbation is then `dim` "
            "consecutive values of it from an offset (`SharedNoiseTable`, lines 50-63 of its "
-           "`951f199:es_distributed/es.py`, the file at commit 951f199 as `git show` names it). There a worker draws "
-           "each offset from an unseeded `np.random.RandomState()` (line 319; `noise.sample_index(rs, "
-           "policy.num_params)`, line 355) and sends the offsets back with its returns (`noise_inds_n`, line 373), so "
-           "that the master can read each member's noise (line 244).")
+           "`951f199:es_distributed/es.py`). Its workers draw the offsets from an unseeded `np.random.RandomState()` "
+           "(line 319) and send them back with their returns (`noise_inds_n`, line 373).")
 STARTER_LINES = {50: "class SharedNoiseTable(object):", 53: "seed = 123", 59: "np.random.RandomState(seed).randn(count)",
                  63: "return self.noise[i:i + dim]", 319: "rs = np.random.RandomState()",
-                 355: "noise_idx = noise.sample_index(rs, policy.num_params)", 373: "noise_inds_n=np.array(noise_inds),",
-                 244: "(noise.get(idx, policy.num_params) for idx in noise_inds_n)"}
+                 373: "noise_inds_n=np.array(noise_inds),"}
 MIRROR = Path("/work/.mirror/openai+evolution-strategies-starter/repo/.git")
 
 
 def _starter():
     """The citation is on the page; where a copy of the starter is at hand, each cited line says it."""
-    for cited in ("lines 50-63 of its `951f199:es_distributed/es.py`", "(line 319;", "line 355)", "line 373)",
-                  "(line 244)"):
+    for cited in ("lines 50-63 of its `951f199:es_distributed/es.py`", "(line 319)", "line 373)"):
         assert cited in STARTER, cited
     if MIRROR.is_dir():
         text = subprocess.run(["git", "-C", str(MIRROR), "show", "951f199:es_distributed/es.py"], capture_output=True,
@@ -224,6 +220,6 @@ CLAIMS: list[Claim] = [
           "the cell's workers = 1440"),
     Claim(QUESTION, _question, "the bytes cell's bytes_per_generation at 1,440 workers; POLICY.num_params"),
     Claim(EQUAL, _equal, "the bytes cell's bytes_per_generation: equal at d = 2P; POLICY.num_params"),
-    Claim(STARTER, _starter, "OpenAI's evolution-strategies-starter at 951f199, es_distributed/es.py lines 50-63, 244, "
-          "319, 355, 373 (read in the local mirror, and again by the claim where the mirror is present)"),
+    Claim(STARTER, _starter, "OpenAI's evolution-strategies-starter at 951f199, es_distributed/es.py lines 50-63, 319, "
+          "373 (read in the local mirror, and again by the claim where the mirror is present)"),
 ]

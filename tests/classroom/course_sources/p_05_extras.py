@@ -1,6 +1,8 @@
 """Sources of the numbers on page 05_extras."""
 import json
+import subprocess
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -121,6 +123,11 @@ def _pixel_agent_score():
     assert shipped["generations"] == meta["generation"] == 230 and shipped["config"]["seed"] == 16
     e = shipped["eval"]
     assert (f"+{e['agent_mean']:.1f}", e["episodes"], f"{e['random_mean']:.2f}") == ("+6.4", 20, "-20.15")
+    assert e["seed"] == 1_200_000 and shipped["eval_command"].endswith("--episodes 20 --seed 1200000")
+    import inspect
+    from es.play import evaluate_checkpoint          # the random player plays the agent's seeds
+    src = inspect.getsource(evaluate_checkpoint)
+    assert "seeds = np.arange(seed, seed + episodes)" in src and "problem.play_random(seeds)" in src
 
 
 def _figure_steps():
@@ -145,31 +152,66 @@ def _edge_windows():
     assert f"{kp[5]['paddle_row']:.2f}" == "0.70"
 
 
+STARTER = Path("/work/.mirror/openai+evolution-strategies-starter/repo/.git")   # commit 951f199, where present
+POLICIES = ("https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/"
+            "es_distributed/policies.py#L145")
+S_VBN_PAPER = ("For its Atari networks the paper used **virtual batch normalization** (its section 2.2, after "
+               "Salimans et al. 2016): batch normalization whose statistics come from a *reference batch* of "
+               "observations chosen once, before training, and fixed.")
+S_CLIP = ("Both are the course's, not the paper's; the clip is the one OpenAI's starter code (linked in notebook 00) "
+          f"applies to observations ([`951f199:es_distributed/policies.py` line 145]({POLICIES})).")
+
+
+def _cited(snippet: str, *citations: str):
+    def holds():
+        for c in citations:
+            assert c in snippet, f"the text no longer cites {c!r}"
+    return holds
+
+
+def _starter_clip():
+    """The citation is in the text; where a mirror of the starter is at hand, line 145 clips the
+    normalized observation to [-5, 5], the pixel agent's VBN_CLIP."""
+    _cited(S_CLIP, "`951f199:es_distributed/policies.py` line 145", "policies.py#L145")()
+    from pong.keypoints import VBN_CLIP
+    assert VBN_CLIP == 5.0
+    if STARTER.exists():
+        out = subprocess.run(["git", f"--git-dir={STARTER}", "show", "951f199:es_distributed/policies.py"],
+                             capture_output=True, text=True)
+        if out.returncode == 0:
+            assert "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)" in out.stdout.splitlines()[144]
+
+
 CLAIMS: list[Claim] = [
     Claim("sigma' = [exp(0.05), 2 exp(-0.2)] = [1.0513, 1.6375]`", _snes_example,
           "the solution's snes_step on the example's inputs"),
     Claim("normalised to sum to 1, minus `1/n`. So the best member counts most, the weights fall like a logarithm "
-          "down to the middle, and the worse half all get the same `-1/n`: which of two bad members was worse does "
-          "not matter. They sum to 0", _utilities, "the solution's utilities(n) for n = 4, 10, 40 (the notebook: 40)"),
-    Claim("here, `d = 10`, it is 0.34: each update multiplies `sigma_j` by `exp(0.17 * sum_i w_i (s_ij^2 - 1))`",
+          "down to the middle, and the worse half all get the same `-1/n`. They sum to 0, and like centered ranks "
+          "they depend only on the order of the scores", _utilities, "the solution's utilities(n) for n = 4, 10, 40 (the notebook: 40)"),
+    Claim("Here, `d = 10`, it is 0.34: each update multiplies `sigma_j` by `exp(0.17 * sum_i w_i (s_ij^2 - 1))`",
           _sigma_step, "the solution's snes_sigma, (3 + log 10) / (5 sqrt 10), and half of it"),
     Claim("`inputs = [[3, 1.05], [40, 0]]`: feature 0 has mean 2 and standard deviation 1.633 (the square root of "
           "8/3), feature 1 mean 1 and standard deviation 0, floored to 0.1; so the result is `[[0.6124, 0.5], "
           "[5, -5]]` (40 gives 23.3 and 0 gives -10, both clipped)", _vbn_example,
           "the solution's virtual_batch_norm on the example's inputs"),
+    Claim(S_VBN_PAPER, _cited(S_VBN_PAPER, "(its section 2.2", "Salimans et al. 2016"),
+          "Salimans et al. 2017, arXiv:1703.03864, section 2.2: virtual batch normalization (Salimans et al., 2016), "
+          "batch normalization whose statistics come from a reference minibatch chosen at the start of training and "
+          "fixed; no floor or clip is described there"),
+    Claim(S_CLIP, _starter_clip, "openai/evolution-strategies-starter at 951f199, es_distributed/policies.py line 145 "
+          "(read in git show): tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0); pong.keypoints.VBN_CLIP"),
     Claim("there floored at $0.1$, then clipped to $[-5, 5]$", _vbn_is_the_pixel_agents,
           "pong.keypoints' VBN_FLOOR and VBN_CLIP, and PongKeypointsPolicy.normalize against the solution"),
     Claim("it names a missing floor, the sample standard deviation (`ddof=1`), a missing clip, statistics taken "
           "over `inputs` instead of `reference`, a floor on the variance instead of the standard deviation, and an "
           "argument changed in place", _vbn_check_names, "classroom/check.py's virtual_batch_norm"),
-    Claim("reads 5 numbers per keypoint (the newest frame's column and row, their slopes over the 4 frames, and its "
-          "presence: how much of its attention falls on pixels that differ from the empty field), 30 in all, with "
-          "their 465 pairwise products and squares: 495 inputs", _head_inputs,
+    Claim("turns 495 numbers computed from them (per keypoint its newest column and row, their slopes and its "
+          "presence, then their pairwise products and squares)", _head_inputs,
           "pong/keypoints.py: FEATURES_PER_KEYPOINT, keypoint_features, _quadratic, PongKeypointsPolicy.num_features"),
     Claim("(`policy.initial_params(SEED)`, the run's seed), `MEMBERS` members perturbed at the run's `SIGMA`",
           _pixel_run_settings, "the cell's SEED, SIGMA, MEMBERS against pong/agent-pixels.json's config"),
-    Claim("It scores +6.4 a game (points won minus points lost) over 20 held-out games, where a random player "
-          "scores -20.15", _pixel_agent_score,
+    Claim("It scores +6.4 a game (points won minus points lost) over 20 held-out games (seeds 1,200,000 to "
+          "1,200,019), where a random player scores -20.15 on the same seeds", _pixel_agent_score,
           "pong/agent-pixels.json (its eval), and the figure's checkpoint is that agent's generation"),
     Claim("The numbers under the picture are measured on 1,500 steps of that game", _figure_steps,
           f"{PIXEL_RUN}/figure.json"),

@@ -165,6 +165,19 @@ def _locomotion():
     assert below == 3                                 # three of the five just below their threshold
 
 
+def _notebook_06():
+    """Notebook 06's stop rule (classroom.mujoco_runs.train: one center episode at the threshold, then
+    the mean of RunConfig().confirm_episodes held-out episodes at the threshold + MARGIN) and its
+    solution's run."""
+    from classroom.mujoco_runs import MARGIN, RunConfig, train
+    assert RunConfig().confirm_episodes == 20 and MARGIN == 20
+    src = source_of(train)
+    assert "if score >= threshold:" in src and "finished = confirmed >= threshold + MARGIN" in src
+    rows = lines("solutions/cheetah-run/metrics.jsonl")
+    assert load("solutions/cheetah-run/config.json")["task"] == "halfcheetah" and len(rows) - 1 == 73
+    assert rows[-1]["confirmed"] >= 3430 + 20 and all("confirmed" not in r or r["confirmed"] < 3450 for r in rows[:-1])
+
+
 def _course_agent():
     run = load("solutions/pong-run/beats_random.json")
     assert run["seeds"] == list(range(20))
@@ -223,6 +236,10 @@ CLAIMS: list[Claim] = [
                             ((ES, 216, "ob_stat.increment(result.ob_sum, result.ob_sumsq, result.ob_count)"),
                              ("es_distributed/policies.py", 145, "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)"))),
           STARTER),
+    Claim("notebook 06 stops a run when one episode of its center reaches the threshold and its mean over 20 "
+          "held-out episodes then reaches the threshold plus 20 (the solution's HalfCheetah run: 73 updates)",
+          _notebook_06, "classroom.mujoco_runs (train's stop rule, MARGIN, RunConfig.confirm_episodes); "
+          "solutions/cheetah-run (config.json, metrics.jsonl)"),
     Claim("with a linear policy on 2 cores, the center's mean over its 5 training episodes reached HalfCheetah's "
           "3,430 on 3 of 3 seeds and Hopper's 3,120 on 2 of 3, each within 30 minutes; on 10 held-out episodes those "
           "centers averaged 3,448.0, 3,420.3 and 3,470.5 (HalfCheetah) and 3,114.4 and 3,112.9 (Hopper), three of "
