@@ -130,7 +130,7 @@ def printed_values(text: str) -> list[float]:
 
 def is_printed(token: str, printed: list[float]) -> bool:
     v, d = value(token)
-    return any(round(p, d) == v or round(p, d) == abs(v) for p in printed)
+    return any(round(p, d) == v for p in printed)
 
 
 def _spans(pattern, text):

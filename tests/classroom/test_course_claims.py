@@ -254,9 +254,9 @@ def test_a_number_without_a_source_is_found():
     code literal are not."""
     page = numbers.Page("made-up", [
         "## 2. Section 3 of notebook 04, on 42x42 frames: the run took 7.3 minutes.",
-        "**Expected output:** `loss 0.125, then 0.5` after `rng.integers(0, 128)` and `np.zeros(999)`.",
-    ], code="rng.integers(0, 128)", outputs=[(0, ""), (1, "loss 0.1249\n")])
+        "**Expected output:** `loss 0.125, then 0.5` after `rng.integers(0, 128)` and `np.zeros(999)`; gain -2.5.",
+    ], code="rng.integers(0, 128)", outputs=[(0, ""), (1, "loss 0.1249\ngain 2.5\n")])
     missing = [m.split(" in ")[0] for m in numbers.unsourced("made-up", [], page)]
-    assert missing == ["'7.3'", "'0.5'", "'999'"], missing
+    assert missing == ["'7.3'", "'0.5'", "'999'", "'-2.5'"], missing      # a printed 2.5 is no source for -2.5
     claim = numbers.Claim("the run took 7.3 minutes", lambda: None)
-    assert [m.split(" in ")[0] for m in numbers.unsourced("made-up", [claim], page)] == ["'0.5'", "'999'"]
+    assert [m.split(" in ")[0] for m in numbers.unsourced("made-up", [claim], page)] == ["'0.5'", "'999'", "'-2.5'"]
