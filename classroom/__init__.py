@@ -1,2 +1,2 @@
-"""The course: notebook sources in ``course/``, the build (``build.py``), the checks a student
+"""The course: notebook sources in ``source/``, the build (``build.py``), the checks a student
 runs (``check.py``), the autograder (``grade.py``)."""

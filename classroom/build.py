@@ -1,6 +1,6 @@
 """``python -m es notebooks [--check]``: one source per notebook, two outputs.
 
-Sources are jupytext ``py:percent`` files in ``course/`` (text that diffs well), read with
+Sources are jupytext ``py:percent`` files in ``source/`` (text that diffs well), read with
 jupytext:
 
     # %% [markdown]
