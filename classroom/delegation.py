@@ -47,6 +47,9 @@ FORBIDDEN = {
     "es_step": ("es.optimizers", "es.Adam", "es.shaping", "es.centered_ranks", "es.strategy", "es.OpenES"),
     "snes_step": (),
     "virtual_batch_norm": ("pong.keypoints", "pong.policy"),
+    "merge_stats": ("es.obs_norm", "es.training"),
+    "mean_std": ("es.obs_norm", "es.training"),
+    "linear_policy": ("es.policies", "es.obs_norm", "es.envs", "es.training", "es.evaluators", "es.play"),
 }
 ALWAYS = ("classroom", "pong.replay")
 DYNAMIC = {"__import__", "importlib", "exec", "eval", "compile", "runpy", "execfile"}

@@ -8,7 +8,7 @@ policies): every generation's members play with the same frozen observation stat
 and sum of squares of the states it visited; the master merges them with ``merge_stats`` in
 member order, so the run is the same for any number of workers. The ES update is notebook 04's
 ``es_step`` with no weight decay: centered ranks of the members' returns (ties share their mean
-rank, as ``es.shaping.centered_ranks`` has them), then Adam; the noise is mirrored, drawn from
+rank, as notebook 00's ``centered_ranks`` has them), then Adam; the noise is mirrored, drawn from
 ``(seed, generation)``.
 
 Files in ``run_dir`` (what ``check.locomotion_agent`` grades): ``config.json`` (the task and
@@ -120,9 +120,8 @@ def mirrored_noise(seed: int, generation: int, population: int, dim: int) -> np.
 
 def _ranked(fitness: np.ndarray) -> np.ndarray:
     """Centered ranks in [-0.5, 0.5], tied returns sharing their mean rank: the weights of
-    ``es.shaping.centered_ranks`` (tests/classroom/test_mujoco_runs.py holds them equal; the
-    release does not ship es.shaping, which holds notebook 00's answer), kept in float64 as the
-    committed solution run computed them."""
+    notebook 00's ``centered_ranks`` (the course's tests hold them equal to its answer), kept in
+    float64 as the course's own run of notebook 06 computed them."""
     f = np.asarray(fitness, dtype=np.float64)
     below = (f[None, :] < f[:, None]).sum(axis=1)          # members with a lower return
     tied = (f[None, :] == f[:, None]).sum(axis=1) - 1      # other members with the same return

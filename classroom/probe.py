@@ -142,7 +142,7 @@ def _generations(fn, center, seed, returns, sigma, lr, worker: int = 0):
     import numpy as np
     if worker:
         np.random.seed(worker)
-    out = []
+    center, out = np.array(center, copy=True), []     # the caller's center stays as it was: the workers start from it
     for g, chunks in enumerate(returns):
         center = fn(center, seed, g, [np.array(c, copy=True) for c in chunks], sigma, lr)
         out.append(np.array(center, copy=True))

@@ -108,36 +108,45 @@ def batched_policy(w, b, x) -> dict:
 def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
     """Updates from ``center``, one per (noise, fitness) pair, the state carried over
     (``pong.replay.reference_es_step``, what the grader's replay holds a run to), and each
-    mistake the check names, as the same updates."""
+    mistake the check names, as the same updates: the center after each update, one row each."""
     def run(step, carry=True, **mistake):
-        c, state = np.asarray(center, dtype=np.float64), None
+        c, state, out = np.asarray(center, dtype=np.float64), None, []
         for noise, fitness in zip(noises, fitnesses):
             c, state = step(c, np.asarray(noise), np.asarray(fitness, dtype=np.float64), state if carry else None,
                             sigma, lr, weight_decay, **mistake)
-        return c
+            out.append(c)
+        return np.stack(out)
     return {"right": run(reference_es_step), "raw_fitness": run(_mistaken, raw=True),
             "z_score": run(_mistaken, z_score=True), "no_sigma": run(_mistaken, no_sigma=True),
             "decay_added": run(_mistaken, decay_sign=1.0), "no_decay": run(_mistaken, decay_sign=0.0),
             "no_bias_correction": run(_mistaken, no_bias=True), "descends": run(_mistaken, sign=-1.0),
-            "ties_apart": run(_mistaken, ties_apart=True), "state_not_carried": run(_mistaken, carry=False)}
+            "ties_apart": run(_mistaken, ties_apart=True), "state_not_carried": run(_mistaken, carry=False),
+            "pairs": run(_mistaken, pairs=True), "amsgrad": run(_mistaken, amsgrad=True),
+            "epsilon_in_sqrt": run(_mistaken, inside=True)}
 
 
 def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_score=False, no_sigma=False,
-              decay_sign=-1.0, no_bias=False, sign=1.0, ties_apart=False):
-    """One update with one mistake switched on."""
-    w = fitness - fitness.mean() if raw else es_centered_ranks(fitness).astype(np.float64)
+              decay_sign=-1.0, no_bias=False, sign=1.0, ties_apart=False, pairs=False, amsgrad=False, inside=False):
+    """One update with one mistake switched on (``pairs``: the noise read as mirrored pairs, OpenAI's
+    starter's form, ``noise[0::2]`` weighed by ``w[0::2] - w[1::2]``; ``amsgrad``: ``v`` never
+    decreases; ``inside``: epsilon inside the square root). The ranks exact in float64, as a student
+    computes them: float32 ranks would leave a gradient of about 1e-7 where a mistake's is 0."""
+    w = fitness - fitness.mean() if raw else centered_ranks(fitness)["right"]
     if z_score:
         w = (fitness - fitness.mean()) / fitness.std()
     if ties_apart:                 # ranks from a stable argsort: tied members get different ranks
         ranks = np.empty(len(fitness))
         ranks[np.argsort(fitness, kind="stable")] = np.arange(len(fitness))
         w = ranks / (len(fitness) - 1) - 0.5
-    grad = noise.T @ w / (len(w) * (1.0 if no_sigma else sigma)) + decay_sign * weight_decay * c
+    es = noise[0::2].T @ (w[0::2] - w[1::2]) if pairs else noise.T @ w
+    grad = es / (len(w) * (1.0 if no_sigma else sigma)) + decay_sign * weight_decay * c
     state = state or {"m": np.zeros(c.size), "v": np.zeros(c.size), "t": 0}
     t = state["t"] + 1
     m, v = 0.9 * state["m"] + 0.1 * grad, 0.999 * state["v"] + 0.001 * grad * grad
+    if amsgrad:
+        v = np.maximum(v, state["v"])
     a = lr if no_bias else lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
-    return c + sign * a * m / (np.sqrt(v) + 1e-8), {"m": m, "v": v, "t": t}
+    return c + sign * a * m / (np.sqrt(v + 1e-8) if inside else np.sqrt(v) + 1e-8), {"m": m, "v": v, "t": t}
 
 
 def snes_step(mu, sigma, s, w, lr_mu, lr_sigma) -> dict:
@@ -234,10 +243,11 @@ def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
     generation of ``returns`` (a list per generation of the workers' chunks of returns), from
     ``center``, as notebook 03's section 4 updates it (``es_update``: mirrored pair noise from
     ``classroom.cartpole_workers.pair_noise``, z-scores of the whole population, one SGD step,
-    float32); and the same run with each mistake the check names."""
+    float32); and the same run with each mistake the check names (``no_epsilon``: z-scores
+    without the ``+ 1e-8``)."""
     from .cartpole_workers import pair_noise
 
-    def run(noise_of=lambda g, n, d: pair_noise(seed, g, n, d), shape="z", divide=True):
+    def run(noise_of=lambda g, n, d: pair_noise(seed, g, n, d), shape="z", divide=True, epsilon=1e-8):
         c, out = np.asarray(center, dtype=np.float32), []
         for g, chunks in enumerate(returns):
             r = np.concatenate([np.asarray(x, dtype=np.float64) for x in chunks])
@@ -249,7 +259,7 @@ def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
             elif shape == "raw":
                 z = r
             else:
-                z = (r - r.mean()) / (r.std() + 1e-8)
+                z = (r - r.mean()) / (r.std() + epsilon)
             c = (c + lr * (noise.T @ z) / (len(r) * (sigma if divide else 1.0))).astype(np.float32)
             out.append(c)
         return np.stack(out)
@@ -261,7 +271,7 @@ def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
     return {"right": run(), "noise_reused": run(lambda g, n, d: pair_noise(seed, 0, n, d)),
             "previous_noise": run(lambda g, n, d: pair_noise(seed, max(g - 1, 0), n, d)),
             "sign_lost": run(unsigned), "per_worker": run(shape="per_worker"), "ranks": run(shape="ranks"),
-            "raw": run(shape="raw"), "no_sigma": run(divide=False)}
+            "raw": run(shape="raw"), "no_sigma": run(divide=False), "no_epsilon": run(epsilon=0.0)}
 
 
 def noise_table(seed, size) -> dict:

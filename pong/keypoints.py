@@ -32,9 +32,9 @@ changed score digits). Where a pixel's 3x3 neighbourhood is all zero its logit i
 alone, which is separable: ``sum_p exp(S (a col + c row)) = (sum_col exp(S a col)) x
 (sum_row exp(S c row))``. So the softmax's sums are the separable sums over the whole frame
 plus, for the few pixels near something, ``exp(logit) - exp(pull)``: the same softmax as the
-dense computation (``dense_keypoints``, which the tests compare it with) at a few hundred
-exponentials per frame instead of 1764. Sums run in float64 per (row, frame), in pixel order,
-so a member's action does not depend on which other members share its batch.
+dense computation (``dense_keypoints``) at a few hundred exponentials per frame instead of
+1764. Sums run in float64 per (row, frame), in pixel order, so a member's action does not
+depend on which other members share its batch.
 
 **Faster still, for new runs** (``conv="taps"``, ``frame_keypoints``): the filter's response
 is summed source pixel by source pixel in a fixed order instead of by a BLAS product per row,
@@ -48,9 +48,9 @@ learned window along the columns (``window_tables``), the ``k`` windows tiling t
 at first, so that a window holds the ball alone while the ball crosses its stretch. ``vbn``:
 the head's inputs are centred and scaled by their mean and spread over a fixed reference batch
 of observations (``normalize``), the paper's virtual batch normalization; without it the
-members of a generation scored alike (docs/pong.md). ``mix`` (attempt 17): a learned linear
-map mixes the ``5 K`` features into a few numbers, and the head reads those and their products,
-so that the head has a few hundred weights, not thousands.
+members of a generation scored alike in the course's runs. ``mix`` (attempt 17): a learned
+linear map mixes the ``5 K`` features into a few numbers, and the head reads those and their
+products, so that the head has a few hundred weights, not thousands.
 """
 from __future__ import annotations
 
@@ -93,7 +93,9 @@ _REFERENCE = None              # pong/reference.npz, loaded on first use
 
 
 def reference_batch() -> np.ndarray:
-    """The 64 observations of virtual batch normalization (``scripts/make_pong_reference.py``)."""
+    """The 64 observations of virtual batch normalization (``reference.npz``: uint8
+    ``(64, 4, 42, 42)``, seeded random play in four of ALE/Pong-v5's games, chosen once before
+    training and never changed)."""
     global _REFERENCE
     if _REFERENCE is None:
         with np.load(Path(__file__).with_name("reference.npz")) as z:
@@ -296,7 +298,7 @@ class KeypointMemo:
     """What a ``conv="taps"`` policy saw at the previous step of each episode of one
     ``PongGames.play``: the observation and its frames' keypoints, by episode number. A frame is
     reused only where the new observation's older frames are the previous one's newer frames,
-    byte for byte, so the memo changes no result, only the time (tests compare). What depends
+    byte for byte, so the memo changes no result, only the time. What depends
     on a member's parameters alone (a windows policy's pull logits and their exponentials at
     every pixel, ``window_field``, which a step would otherwise compute at the pixels near
     something and over the empty field; vbn's statistics, 256 frames) is kept too, per episode with
@@ -414,8 +416,7 @@ class PongKeypointsPolicy(Policy):
         ``mix``: 0 (attempts 9-16), the head reads the keypoints' ``5 k`` features and all their
         pairwise products; ``m`` in [1, ``MAX_MIX``], a learned linear map first mixes the
         features (after vbn, with ``vbn``) into ``m`` numbers, and the head reads those and their
-        pairwise products: with six keypoints and ``m = 6``, 27 inputs instead of 495 (docs/pong.md,
-        "Mixtures")."""
+        pairwise products: with six keypoints and ``m = 6``, 27 inputs instead of 495."""
         if pull not in PULLS:
             raise ValueError(f"pull must be one of {', '.join(PULLS)}, got {pull!r}")
         if pull == "windows" and conv != "taps":

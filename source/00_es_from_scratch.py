@@ -15,11 +15,11 @@
 #   [github.com/openai/evolution-strategies-starter](https://github.com/openai/evolution-strategies-starter),
 #   cited by file and lines at commit `951f199`.
 #
-# **How the checks work.** A check cell follows each function you write, e.g.
-# `check.centered_ranks(centered_ranks)`: it calls your function on inputs drawn from a seed
+# **How the checks work.** A check cell follows each function you write
+# (`check.centered_ranks(centered_ranks)`): it calls your function on inputs drawn from a seed
 # and prints `OK ...`, or names the likely bug and the seed that repeats it
-# (`check.centered_ranks(centered_ranks, seed=S)`). The grader runs the same checks on inputs
-# of its own.
+# (`check.centered_ranks(centered_ranks, seed=S)`). The grader runs the same checks on its own
+# inputs.
 #
 # ### The gradient estimate (the log-likelihood trick)
 #
@@ -36,10 +36,9 @@
 # $$\hat g = \frac{1}{n\,\sigma} \sum_i F(\theta + \sigma\varepsilon_i)\, \varepsilon_i,
 # \qquad \mathbb{E}[\hat g] = \nabla_\theta J .$$
 #
-# This is the *score-function estimator*, known in reinforcement learning as REINFORCE
-# (Williams 1992), applied to the *parameters* rather than the policy's actions: it needs the
-# returns `F` only, never their gradient, so no backpropagation through the policy or the
-# environment.
+# This is the *score-function estimator* (REINFORCE, Williams 1992) applied to the
+# *parameters* rather than the policy's actions: it needs the returns `F` only, never their
+# gradient.
 #
 # ### Mirrored (antithetic) pairs
 #
@@ -61,8 +60,8 @@
 #
 # $$\hat g = \frac{1}{n\,\sigma} \sum_i w_i\, \varepsilon_i .$$
 #
-# * A **baseline** `b` (`w_i = F_i - b`) changes nothing on average, because `E[b eps] = 0`:
-#   the estimate is still an unbiased estimate of `grad J`, with another variance.
+# * A **baseline** `b` (`w_i = F_i - b`) keeps the estimate of `grad J` unbiased, because
+#   `E[b eps] = 0`; only its variance changes.
 # * **Ranks** (section 1) put `w_i = u(F_i)`, an increasing function of `F` that depends on the
 #   whole population. On average the estimate then points along
 #
@@ -105,21 +104,22 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 # **`centered_ranks(returns)`**
 # * **Input:** `returns`, a one-dimensional float64 array of `n >= 2` returns, ties allowed.
 #   Leave it unchanged.
-# * **Returns:** an array of shape `(n,)`: `rank_i / (n - 1) - 0.5`, where `rank_i` is the rank
-#   of `returns[i]`, counted from $0$ for the smallest to $n - 1$ for the largest, and a group
-#   of tied returns all get the mean of the ranks they occupy.
+# * **Returns:** a float64 array of shape `(n,)`: `rank_i / (n - 1) - 0.5`, where `rank_i` is
+#   the rank of `returns[i]`, counted from $0$ for the smallest to $n - 1$ for the largest, and
+#   a group of tied returns all get the mean of the ranks they occupy.
 # * **Worked example, with a tie:** `returns = [3.0, 1.0, 3.0, 2.0]`. Sorted: 1.0 (rank 0),
 #   2.0 (rank 1), and the two 3.0 occupy ranks 2 and 3, so each gets 2.5. Ranks `[2.5, 0, 2.5,
 #   1]`, divided by `n - 1 = 3`, minus 0.5: **`[0.3333, -0.5, 0.3333, -0.1667]`** (sum 0).
 # * **The check:** relative error at most 1e-6 against the right weights, on distinct returns
-#   with one huge outlier, then on returns with many ties; and `returns` left as it was.
+#   with one huge outlier, then on returns with many ties; the dtype; `returns` left as it was.
 #
 # <details><summary>Hint: from returns to ranks</summary>
 #
 # `np.argsort(x)` gives the *indices* that sort `x`, not each element's rank: with
-# `order = np.argsort(x)`, the ranks are `ranks[order] = np.arange(n)`. Then, for each
-# `value` in `np.unique(x)`, the returns equal to it (`tied = x == value`) all get
-# `ranks[tied].mean()`. Last, `ranks / (n - 1) - 0.5`.
+# `order = np.argsort(x)` and a *float* array `ranks = np.empty(n)`, the ranks are
+# `ranks[order] = np.arange(n)`. Then, for each `value` in `np.unique(x)`, the returns equal to
+# it (`tied = x == value`) all get `ranks[tied].mean()` (an int array would cut that mean to a
+# whole number). Last, `ranks / (n - 1) - 0.5`.
 # </details>
 
 # %%
@@ -147,12 +147,12 @@ check.centered_ranks(centered_ranks)
 # * **Inputs:** `noise`, float64 `(n, dim)`, row `i` is `eps_i` (member `i` played
 #   `theta + sigma * noise[i]`); `weights`, float64 `(n,)`, the shaped returns `w_i`;
 #   `sigma > 0`, a float.
-# * **Returns:** an array of shape `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i eps_i`.
-#   Leave `noise` and `weights` unchanged.
+# * **Returns:** a float64 array of shape `(dim,)`, the estimate `1 / (n sigma) * sum_i w_i
+#   eps_i`. Leave `noise` and `weights` unchanged.
 # * **Worked example:** `noise = [[1, 0], [0, 2]]`, `weights = [0.5, -0.5]`, `sigma = 0.5`:
 #   `(0.5 * [1, 0] - 0.5 * [0, 2]) / (2 * 0.5)` = **`[0.5, -1.0]`**.
-# * **The check:** relative error at most 1e-5, on random noise, weights and sigma; and `noise`
-#   and `weights` left as they were.
+# * **The check:** relative error at most 1e-5, on random noise, weights and sigma; the dtype;
+#   `noise` and `weights` left as they were.
 #
 # Keep the `1 / sigma`: with raw returns as the weights, `F(theta + sigma eps)` differs from
 # `F(theta)` by about `sigma eps^T grad F`, and the `1 / sigma` cancels that `sigma` (section 4

@@ -13,7 +13,7 @@
 # depends on which job drew it, so another number of jobs gives another run. Section 2 gives
 # each *member* a stream, a pure function of `(run seed, generation, member)`: any number of
 # workers, in any order, gives the same run, bit for bit. Section 5 measures what parallelism
-# buys, on Pong, on your own cores.
+# buys on your cores.
 #
 # **Systems.** The course is tested on Linux. On Windows, work in WSL2 (Ubuntu): section 0's
 # second half needs the `fork` start method (the cell says so and moves on), and notebook 03's
@@ -84,10 +84,9 @@ else:      # Windows
 #
 # NumPy's way to give each job its own stream: spawn one child `SeedSequence` per job from the
 # run's seed and build the job's generator from it (NumPy's guide, [Parallel random number
-# generation](https://numpy.org/doc/stable/reference/random/parallel.html); `spawn(n)` creates
-# `n` sequences "that can be used to seed independent BitGenerators", says the docstring of
-# `np.random.SeedSequence`). Never `np.random.seed`: it reseeds "the singleton RandomState
-# instance" (its docstring), the global state every user of `np.random` in the process shares.
+# generation](https://numpy.org/doc/stable/reference/random/parallel.html)). Never
+# `np.random.seed`: it reseeds "the singleton RandomState instance" (its docstring), the
+# global state every user of `np.random` in the process shares.
 #
 # **Expected output:** `the two jobs drew different noise: True`, then the noise of member 5
 # with 2 jobs and with 3 jobs: two different rows.
@@ -111,7 +110,7 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 # ## 2. The stronger form: a stream per member
 #
 # **`member_noise(seed, generation, member, dim)`**
-# * **Inputs:** four non-negative ints.
+# * **Inputs:** four non-negative ints, the first three below $2^{32}$.
 # * **Returns:** a float64 array of shape `(dim,)`, standard normal, a pure function of `(seed,
 #   generation, member)`: the same in every call and in every process, and different for any
 #   other triple.
@@ -122,17 +121,18 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 # * **Mirroring is not yours:** `evaluate_members` (section 3) asks `member_noise` for *pair*
 #   `k = m // 2` and negates that noise for an odd member `m` (notebook 01's mirrored pairs).
 #   Your function gives one stream per integer `member`, never negated.
-# * **The corner:** any one integer made from the three collides somewhere. A sum gives
+# * **The corner:** one integer made from the three can collide. A sum gives
 #   `(0, 1, 2)` and `(0, 2, 1)` the same noise; `seed * generation + member` gives every
 #   generation the same noise when `seed == 0`; digits run together,
 #   `int(f"{seed}{generation}{member}")`, make `(0, 1, 23)` and `(0, 12, 3)` one member. A
 #   list keeps them apart.
-# * **The check:** the shape and the dtype; a long draw's mean near $0$ and standard deviation
-#   near $1$; a triple twice, in this process and in another; neighbouring triples that a sum,
-#   `100 * generation + member`, `1000 * generation + member`, a product or run-together
-#   digits would confuse (`seed == 0` and `generation == 0` among them) and members `2k` and
-#   `2k + 1`, none equal to another nor to its negation; the global state neither used nor
-#   changed.
+# * **The check:** the shape and the dtype; a long draw's mean near $0$, standard deviation
+#   near $1$, and shares of draws within $0.5$ of $0$ and beyond $\pm 2$ near a normal's; a
+#   triple twice, in this process and in another; neighbouring triples that a sum,
+#   `w * generation + member` ($w$ a power of $10$ or of $2$ below $2^{32}$), a product or
+#   run-together digits would confuse (`seed == 0` and `generation == 0` among them) and
+#   members `2k` and `2k + 1`, none equal to another nor to its negation; the global state
+#   neither used nor changed.
 
 # %%
 def member_noise(seed, generation, member, dim):
@@ -183,10 +183,10 @@ def evaluate_members(center, sigma, seed, generation, first, end):
 #   `[0, 3, 7, 11]`: chunks `[0, 3)`, `[3, 7)`, `[7, 11)`.
 # * **The check:** the dtype; two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3
 #   and 2, each equal to `evaluate_members` over the whole population, bit for bit, in
-#   `n_jobs` chunks; it records which process ran each chunk, and with `n_jobs > 1` chunks
-#   that all ran in one process (`Parallel(n_jobs=1)`, `prefer="threads"`,
-#   `backend="threading"`) fail, as does `backend="multiprocessing"`, which cannot send the
-#   recorder. It does not see the `n_jobs` you give `Parallel`.
+#   `n_jobs` chunks given the run's `seed` and `generation`; it records which process ran each
+#   chunk, and with `n_jobs > 1` chunks that all ran in one process (`Parallel(n_jobs=1)`,
+#   `prefer="threads"`, `backend="threading"`) fail, as does `backend="multiprocessing"`, which
+#   cannot send the recorder. It does not see the `n_jobs` you give `Parallel`.
 #
 # <details><summary>Hint: chunk bounds</summary>
 #
@@ -263,18 +263,17 @@ plt.show()
 # * **ES:** the members play their games, a chunk per worker (your `parallel_returns`'s work,
 #   with games instead of CartPole).
 # * **The bare games:** the same games with a fixed action instead of the policy: the
-#   machine's ceiling for an ES speed-up.
+#   machine's own speed-up on these games, a reference for ES's, not a ceiling (the policy's
+#   work may scale better than the games').
 #
 # **Speed-up** is steps per second with N workers over steps per second with one;
-# **efficiency** is the ES speed-up over the bare games' speed-up. Each worker builds its
-# games in an untimed first call; then two rounds, ES and the bare games interleaved; the
-# medians are shown.
+# **efficiency** is the ES speed-up over the bare games' speed-up. Steps per second are
+# medians of two rounds, after an untimed one in which each worker builds its games.
 #
 # **Expected output:** a line per worker count (steps per second, speed-ups, efficiency) and
 # a picture: your machine's numbers, which hold only while nothing else competes for its
-# cores. An efficiency above $1$ (the cell says so) is not ES beating the machine: the load
-# changed between measurements, the timings are noisy, or the policy's work scales better than
-# the games'.
+# cores. An efficiency above $1$ means ES scaled better than the bare games (or the timings
+# are noisy).
 
 # %%
 from joblib import parallel_config
@@ -348,13 +347,10 @@ bare_up = {n: np.median(speed[n, True]) / np.median(speed[1, True]) for n in cou
 for n in counts:
     print(f"{n:>3} worker(s): ES {np.median(speed[n, False]):7,.0f} steps/s (speed-up {es_up[n]:.2f}), bare games "
           f"{np.median(speed[n, True]):7,.0f} steps/s ({bare_up[n]:.2f}), efficiency {es_up[n] / bare_up[n]:.2f}")
-if any(es_up[n] > bare_up[n] for n in counts):
-    print("an efficiency above 1 is not ES beating the machine: its load changed between the measurements, "
-          "they are noisy, or the policy's work scales better than the games' (see the text above)")
 
 plt.figure(figsize=(6, 4))
 plt.plot(counts, counts, "k:", label="ideal")
-plt.plot(counts, [bare_up[n] for n in counts], "s--", label="bare games (the machine's ceiling)")
+plt.plot(counts, [bare_up[n] for n in counts], "s--", label="bare games (a reference)")
 plt.plot(counts, [es_up[n] for n in counts], "o-", label="ES")
 plt.xticks(counts)
 plt.xlabel("workers")
@@ -370,15 +366,14 @@ plt.show()
 #   a CPU may run slower with more cores busy, and other programs take cores away.
 # * **Dispatch and the slowest chunk.** Each round the master hands work to N processes and
 #   waits for the last one. These costs weigh more the less work each worker gets (try
-#   `members, steps = 32, 60`); in training, the master's update between generations adds to
-#   them and does not shrink with N.
+#   `members, steps = 32, 60`).
 # * **Threads you did not ask for.** NumPy's linear algebra (BLAS) may start a thread per core
 #   in every process, all competing for the same cores. By default joblib allows each worker
 #   process `max(cpu_count() // n_jobs, 1)` of them (joblib 1.6.0, module
 #   `joblib._parallel_backends`, line 230). The cell gives every process one:
 #   `threadpool_limits(1)` here, `parallel_config(backend="loky", inner_max_num_threads=1)`
 #   in the workers.
-# * **Communication**, once the workers are other machines. Here every worker receives the
-#   center each generation; in the paper's Algorithm 2 the workers exchange only scalar
-#   returns and each rebuilds the noise and the update from the seeds (notebook 03, sections 5
-#   and 6).
+# * **Communication**, once the workers are other machines. This cell sends each worker its
+#   members' parameters (`params[a:b]`), `parallel_returns` the center; in the paper's
+#   Algorithm 2 the workers exchange only scalar returns and each rebuilds the noise and the
+#   update from the seeds (notebook 03, sections 5 and 6).

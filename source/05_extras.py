@@ -218,36 +218,37 @@ for name, runs in results.items():
 # (its section 2.2, after Salimans et al. 2016): batch normalization whose statistics come from a
 # *reference batch* of observations chosen once, before training, and fixed. Each member computes
 # them with its own parameters on that batch, so they depend on nothing else. The pixel agent
-# normalizes its head's inputs this way (`PongKeypointsPolicy(..., vbn=True)`); here you write
-# that normalization.
+# normalizes its head's inputs this way (`PongKeypointsPolicy(..., vbn=True)`); you write it
+# here.
 #
 # **`virtual_batch_norm(reference, inputs)`**
-# * **Inputs:** `reference`, float `(R, F)`: the `F` head inputs a member computes on each of
-#   the `R` observations of the reference batch; `inputs`, float `(k, F)`: the same member's
-#   head inputs on `k` observations it meets while it plays.
-# * **Returns:** a new float array `(k, F)` (leave both arguments as they are): each input minus
-#   its feature's mean over the reference batch, divided by its feature's standard deviation
-#   there floored at $0.1$, then clipped to $[-5, 5]$:
+# * **Inputs:** `reference`, `(R, F)`: the `F` head inputs a member computes on each of the `R`
+#   observations of the reference batch; `inputs`, `(k, F)`: the same member's head inputs on
+#   `k` observations it meets while it plays; float64 in the check.
+# * **Returns:** a new array `(k, F)`, float64 for float64 inputs (leave both arguments as they
+#   are): each input minus its feature's mean over the reference batch, divided by its
+#   feature's standard deviation there floored at $0.1$, then clipped to $[-5, 5]$:
 #
 # $$\text{out}_{ij} = \operatorname{clip}\Big(\frac{x_{ij} - m_j}{\max(s_j,\, 0.1)},\; -5,\; 5\Big),
 #   \qquad m_j = \frac{1}{R}\sum_r \text{reference}_{rj}, \qquad
 #   s_j = \sqrt{\frac{1}{R}\sum_r (\text{reference}_{rj} - m_j)^2}$$
 #
-#   (the population standard deviation, dividing by $R$: `np.std`'s default). The floor keeps a
-#   feature that barely varies over the batch (an empty window's column) from being divided by
-#   almost nothing; the clip keeps an input far outside what the batch showed from saturating
-#   the head. Both are the course's, not the paper's; the clip is the one OpenAI's starter code
-#   (linked in notebook 00) applies to observations
+#   (`np.std`'s default, the population one). The floor spares a feature that
+#   barely varies over the batch (an empty window's column) a division by almost nothing; the
+#   clip keeps an input far outside the batch from saturating the head. OpenAI's starter code
+#   (linked in notebook 00) does both to observations: its std is `sqrt(max(var, 1e-2))`, at
+#   least 0.1
+#   ([`951f199:es_distributed/es.py` line 42](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L42)),
+#   and it clips to [-5, 5]
 #   ([`951f199:es_distributed/policies.py` line 145](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/policies.py#L145)).
 # * **Example:** `reference = [[0, 1], [2, 1], [4, 1]]`, `inputs = [[3, 1.05], [40, 0]]`: feature
 #   0 has mean 2 and standard deviation 1.633 (the square root of 8/3), feature 1 mean 1 and
 #   standard deviation 0, floored to 0.1; so the result is `[[0.6124, 0.5], [5, -5]]` (40 gives
 #   23.3 and 0 gives -10, both clipped).
-# * **The check:** relative error at most `1e-6`, on random inputs with a feature constant over
-#   the reference batch, one that barely varies, and inputs far outside the batch; it names a
-#   missing floor, the sample standard deviation (`ddof=1`), a missing clip, statistics taken
-#   over `inputs` instead of `reference`, a floor on the variance instead of the standard
-#   deviation, and an argument changed in place.
+# * **The check:** float64 returned, within a relative error of `1e-6` (float32 loses more), on
+#   random inputs with a feature constant over the reference batch, one that barely varies, and
+#   inputs far outside the batch; it names a missing floor, `ddof=1`, a missing clip, statistics
+#   of `inputs`, a floored variance, a float32 computation, and an argument changed in place.
 
 # %%
 def virtual_batch_norm(reference, inputs):
@@ -267,7 +268,7 @@ check.virtual_batch_norm(virtual_batch_norm)
 # ES's first generation as the pixel agent's run started it: its policy untrained
 # (`policy.initial_params(SEED)`, the run's seed), `MEMBERS` members perturbed at the run's
 # `SIGMA` around it (mirrored pairs; the noise is this cell's own), each acting on the
-# observations of the reference batch the release ships (`reference_batch()`), once on its raw
+# observations of the reference batch (`reference_batch()`), once on its raw
 # head inputs and once normalized by your function (here `reference` and `inputs` are the same
 # array). For each member the cell counts the share of observations on which it picks its most
 # frequent action: a member that picks one action on all of them ignores the picture.
@@ -316,9 +317,9 @@ for normalized, name in ((False, "raw head inputs"), (True, "normalized head inp
 # player scores -20.15 on the same seeds. Top row: the filters it learned (on the frame, then on
 # the change) and each window's columns and row pull. Middle: its keypoints over two frames of a
 # real game (circles: each keypoint in the newest frame; lines: its path over the 4 stacked
-# frames; we are the right paddle). Bottom: over part of one game, each keypoint's row against
-# where the ball and the paddles really are, drawn only on the steps
-# where its window "holds something" (over half its attention on pixels that differ from the
+# frames; we are the right paddle). Its "keypoint `i`" is window `i`'s. Bottom: over
+# part of one game, each keypoint's row against where the ball and the paddles really are,
+# drawn only on the steps where its window "holds something" (over half its attention on pixels that differ from the
 # empty field). The numbers under the picture are measured on 1,500 steps of that game. Before
 # you read on: which windows follow the ball, and over which columns?
 

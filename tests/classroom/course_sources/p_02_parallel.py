@@ -80,21 +80,29 @@ def _parallel_returns_check():
 
 
 def _member_noise_check():
-    """The check names what section 2 says it tests: each of these wrong member_noise fails it."""
+    """The check names what section 2 says it tests: each of these wrong member_noise fails it,
+    the solution passes, and every integer the check passes is below 2**32 (the contract's range)."""
     import numpy as np
     from classroom import check
 
-    def weighted(w):
-        return lambda s, g, m, d: np.random.default_rng(s * 10 ** 9 + w * g + m).standard_normal(d)
+    def weighted(w, listed=False):
+        if listed:
+            return lambda s, g, m, d: np.random.default_rng([s, w * g + m]).standard_normal(d)
+        return lambda s, g, m, d: np.random.default_rng(s * 10 ** 12 + w * g + m).standard_normal(d)
 
     def mirrored(s, g, m, d):
         e = np.random.default_rng([s, g, m // 2]).standard_normal(d)
         return -e if m % 2 else e
 
-    wrong = {"100 * generation + member": weighted(100), "1000 * generation + member": weighted(1000),
-             "members 2k and 2k + 1": mirrored,
-             "mean near $0$ and standard deviation near $1$":
-                 lambda s, g, m, d: np.random.default_rng([s, g, m]).uniform(-1, 1, d)}
+    wrong = {f"`w * generation + member` (w = {w})": weighted(w, listed) for w in (10, 100, 1000, 10 ** 4, 2 ** 16,
+             10 ** 9, 2 ** 31) for listed in (False, True)}
+    wrong.update({"members `2k` and `2k + 1`": mirrored,
+                  "mean near $0$, standard deviation near $1$": lambda s, g, m, d: np.random.default_rng(
+                      [s, g, m]).uniform(-1, 1, d),
+                  "shares of draws within $0.5$ of $0$ and beyond $\\pm 2$ near a normal's (uniform)":
+                      lambda s, g, m, d: np.random.default_rng([s, g, m]).uniform(-3 ** 0.5, 3 ** 0.5, d),
+                  "shares of draws within $0.5$ of $0$ and beyond $\\pm 2$ near a normal's (Laplace)":
+                      lambda s, g, m, d: np.random.default_rng([s, g, m]).laplace(0, 0.5 ** 0.5, d)})
     for seed in range(3):
         for said, fn in wrong.items():
             try:
@@ -102,6 +110,26 @@ def _member_noise_check():
             except check.CheckFailed:
                 continue
             raise AssertionError(f"check.member_noise passes a member_noise the page says it catches ({said})")
+        largest = []
+
+        def right(s, g, m, d):
+            largest.append(max(s, g, m))
+            return np.random.default_rng([s, g, m]).standard_normal(d)
+        check._RAW["member_noise"](right, np.random.default_rng(seed))
+        assert 2 ** 31 <= max(largest) < 2 ** 32, max(largest)
+
+
+def _member_range():
+    """The contract's range: below 2**32 each, a list of the three is one 32-bit word per integer, so
+    different triples are different words; beyond it SeedSequence splits an integer into words, and
+    two triples can give the same words (the same noise)."""
+    import numpy as np
+
+    def noise(*key):
+        return np.random.default_rng(list(key)).standard_normal(4)
+    s, g = 5, 7
+    assert np.array_equal(noise(s + g * 2 ** 32, 0, 1), noise(s, g, 2 ** 32))          # one beyond the range
+    assert not np.array_equal(noise(s, g, 2 ** 32 - 1), noise(s, g + 1, 0))
 
 
 _FORK = ("on Linux with Python 3.11, `fork` is `multiprocessing`'s default, which joblib's `\"multiprocessing\"` "
@@ -124,10 +152,14 @@ CLAIMS: list[Claim] = [
           "`[0, 3)`, `[3, 7)`, `[7, 11)`.", _corner, "computed with NumPy"),
     Claim("two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3 and 2", _parallel_returns_check,
           "classroom.check.parallel_returns"),
-    Claim("a long draw's mean near $0$ and standard deviation near $1$; a triple twice, in this process and in "
-          "another; neighbouring triples that a sum, `100 * generation + member`, `1000 * generation + member`, a "
-          "product or run-together digits would confuse (`seed == 0` and `generation == 0` among them) and members "
-          "`2k` and `2k + 1`", _member_noise_check, "classroom.check.member_noise, run on wrong member_noise functions"),
+    Claim("a long draw's mean near $0$, standard deviation near $1$, and shares of draws within $0.5$ of $0$ and "
+          "beyond $\\pm 2$ near a normal's; a triple twice, in this process and in another; neighbouring triples that "
+          "a sum, `w * generation + member` ($w$ a power of $10$ or of $2$ below $2^{32}$), a product or run-together "
+          "digits would confuse (`seed == 0` and `generation == 0` among them) and members `2k` and `2k + 1`",
+          _member_noise_check, "classroom.check.member_noise, run on wrong member_noise functions and on the "
+          "solution's (the integers it passes stay below 2**32)"),
+    Claim("four non-negative ints, the first three below $2^{32}$", _member_range,
+          "NumPy's SeedSequence: a list of integers below 2**32 is one word each; a larger one collides"),
     Claim(_FORK, _fork_default, "the installed Python's (3.11) default start method, joblib's parallel.py line 1304"),
     Claim(_ASSIGNMENT, _assignment, "Practical_RL's week01_intro/project_starter_evolution_strategies.ipynb at "
           "commit 6f7fa8b, its markdown cell Tips on implementation, read by hand"),

@@ -18,25 +18,32 @@ def _points():
     assert by == {"M3": 5, "extras": 5}, by
 
 
-TIMELINE = ("One chunk's life when its worker dies (lease 1 s): ``` t = 100.0 master RPUSH \"0:32\" "
-            "queued_at[\"0:32\"] = 100.0 t = 100.1 worker BLPOP \"0:32\", HSET lease 100.1 ... and dies: no result, "
-            "no new heartbeat t = 100.6 master nothing in 0.1 s; \"0:32\" queued 0.6 s ago: a worker may still be "
-            "starting, wait t = 101.2 master nothing in 0.1 s; \"0:32\" not in es:jobs, queued 1.2 s ago, lease 1.1 s "
-            "old: its worker is dead. RPUSH \"0:32\" again, queued_at[\"0:32\"] = 101.2 t = 101.3 another worker takes "
-            "it, leases it, RPUSH its result, HDEL its lease t = 101.3 master BLPOP the result: returns[0:32], "
-            "lengths[0:32]; \"0:32\" is done ```")
+TIMELINE = ("One chunk's life when its worker dies (lease 1 s; the master polls every 0.1 s): ``` t = 100.0 master "
+            "RPUSH \"0:32\" queued_at[\"0:32\"] = 100.0 t = 100.1 master nothing came; \"0:32\" still waits in "
+            "es:jobs: wait t = 100.15 worker BLPOP \"0:32\", HSET lease 100.15 ... and dies: no result, no new heartbeat "
+            "t = 100.2 master nothing came; lease 0.05 s old: wait (the same at each poll up to 101.1: 0.95 s) t = 101.2 "
+            "master nothing came; \"0:32\" not in es:jobs, queued 1.2 s ago, lease 1.05 s old: its worker is dead. "
+            "RPUSH \"0:32\" again, queued_at[\"0:32\"] = 101.2 t = 101.3 another worker takes it, leases it, RPUSH its "
+            "result, HDEL its lease t = 101.3 master BLPOP the result: returns[0:32], lengths[0:32]; \"0:32\" is done ```")
 
 
 def _timeline():
-    """The solution's chunks_to_requeue at each moment of the timeline, and the ages it states."""
+    """The solution's chunks_to_requeue at every poll of the timeline (0.1 s apart from 100.1), and
+    the ages it states: nothing to requeue up to 101.1, the chunk at 101.2, nothing after."""
     requeue = solution("03_redis", "chunks_to_requeue")["chunks_to_requeue"]
-    lease, queued, leased = 1.0, 100.0, 100.1
-    assert "(lease 1 s)" in TIMELINE and f"queued_at[\"0:32\"] = {queued}" in TIMELINE and f"lease {leased}" in TIMELINE
-    assert requeue({"0:32": queued}, set(), {"0:32": leased}, 100.6, lease) == set()
-    assert f"queued {100.6 - queued:.1f} s ago: a worker may still be starting, wait" in TIMELINE
-    assert requeue({"0:32": queued}, set(), {"0:32": leased}, 101.2, lease) == {"0:32"}
-    assert f"queued {101.2 - queued:.1f} s ago, lease {101.2 - leased:.1f} s old: its worker is dead" in TIMELINE
-    assert requeue({"0:32": 101.2}, set(), {"0:32": leased}, 101.3, lease) == set()    # requeued: young again
+    lease, queued, leased, poll = 1.0, 100.0, 100.15, 0.1
+    assert "(lease 1 s; the master polls every 0.1 s)" in TIMELINE
+    assert f"queued_at[\"0:32\"] = {queued}" in TIMELINE and f"HSET lease {leased}" in TIMELINE
+    polls = [round(queued + poll * k, 1) for k in range(1, 13)]          # 100.1 .. 101.2
+    assert requeue({"0:32": queued}, {"0:32"}, {}, polls[0], lease) == set()           # still in es:jobs
+    for now in polls[1:-1]:                                                             # 100.2 .. 101.1
+        assert requeue({"0:32": queued}, set(), {"0:32": leased}, now, lease) == set(), now
+    assert f"lease {polls[1] - leased:.2f} s old: wait (the same at each poll up to {polls[-2]}: " \
+           f"{polls[-2] - leased:.2f} s)" in TIMELINE
+    assert requeue({"0:32": queued}, set(), {"0:32": leased}, polls[-1], lease) == {"0:32"}
+    assert f"t = {polls[-1]} master nothing came; \"0:32\" not in es:jobs, queued {polls[-1] - queued:.1f} s ago, " \
+           f"lease {polls[-1] - leased:.2f} s old: its worker is dead" in TIMELINE
+    assert requeue({"0:32": polls[-1]}, set(), {"0:32": leased}, 101.3, lease) == set()    # requeued: young again
 
 
 LAYOUT = ("a 12-byte header of three uint32 (`generation`, `first`, `count`), then the `count` returns as float64, "
@@ -209,7 +216,8 @@ def _starter():
 
 CLAIMS: list[Claim] = [
     Claim("[+5 points, +5 extras]", _points, "the points of notebook 03's graded checks, by milestone (classroom.check)"),
-    Claim(TIMELINE, _timeline, "the solution's chunks_to_requeue at t = 100.6 and 101.2, and the ages it compares"),
+    Claim(TIMELINE, _timeline, "the solution's chunks_to_requeue at every poll from t = 100.1 to 101.2, and the ages "
+          "it compares"),
     Claim(LAYOUT, _layout, "the solution's encode_result: its payload's header and bytes per member"),
     Claim(EXAMPLE, _example, "the solution's encode_result and decode_result on the example"),
     Claim("seconds since 1970", _epoch, "time.time()'s epoch (time.gmtime(0))"),

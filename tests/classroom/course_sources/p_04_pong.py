@@ -241,8 +241,13 @@ def ranks_example():
 
 # ---------------------------------------------------------------- before training: speed
 def speed():
+    """check.speed_of: a batch of 32 screens, from the games it plays (4), as a worker process of
+    training hands its 32 games' screens over."""
     from classroom import check
-    assert inspect.signature(check.speed_of).parameters["batch"].default == 32
+    params = inspect.signature(check.speed_of).parameters
+    assert params["batch"].default == 32 and params["games"].default == 4
+    assert "frames = frames[np.arange(batch) % len(frames)]" in source_of(check.speed_of)
+    assert config()["population"] // config()["workers"] == 32
     assert check.SPEED_TARGET == 1.0                       # at most 100%: a game step at most twice ALE's
     assert "worker process" in source_of(check.speed_of) and "32 games per" in source_of(check.speed_of)
 
@@ -279,8 +284,8 @@ def sigma_value():
 
 def sigma_reason():
     """With the run's last center (after 30 updates), how often a member's action differs from
-    the center's, over the first 900 steps of game seed 0: the median of 16 members' noise
-    (mirrored pairs' + sides), at sigma 0.05, 0.02 and 0.1."""
+    the center's, over the first 900 steps of game seed 0: the median over the 64 members of its
+    next generation (the run's own perturbations of generation 30), at sigma 0.05, 0.02 and 0.1."""
     from es.policies import split_layers
     from pong.games import PongGames
     from pong.replay import REFERENCE
@@ -298,7 +303,8 @@ def sigma_reason():
     x = POLICY.features(np.concatenate(seen))
     assert len(x) == 900
     base = (x @ w[0] + b[0, 0]).argmax(1)
-    noise = perturbations(1, 0, 64, centers.shape[1])[::2][:16]
+    noise = perturbations(config()["seed"], last, config()["population"], centers.shape[1])
+    assert len(noise) == 64
 
     def median(sigma):
         out = []
@@ -306,7 +312,7 @@ def sigma_reason():
             (wm, bm), = split_layers((centers[last] + sigma * eps)[None], [(POLICY.num_features, 3)])
             out.append(((x @ wm[0] + bm[0, 0]).argmax(1) != base).mean())
         return round(100 * float(np.median(out)))
-    assert [median(s) for s in (0.05, 0.02, 0.1)] == [16, 6, 30]
+    assert [median(s) for s in (0.05, 0.02, 0.1)] == [18, 7, 33]
 
 
 def adam():
@@ -478,15 +484,17 @@ CLAIMS: list[Claim] = [
           "everything else, and two members that played the same game tie. Example: fitness `[-21, -20, -21, -19]` "
           "gives ranks `[0.5, 2, 0.5, 3]` and weights `[-0.3333, 0.1667, -0.3333, 0.5]`.", ranks_example,
           "es.shaping.centered_ranks, the ranks of pong.replay.reference_es_step"),
-    Claim("(32 games' real screens at once)", speed, "check.speed_of's batch"),
+    Claim("(32 real screens at once, from 4 games it plays)", speed, "check.speed_of's batch and games; "
+          "config.json: 64 members over 2 worker processes"),
     Claim("**Target: your three functions together add at most 100% to a game step**", speed, "check.SPEED_TARGET"),
     Claim("plays the games in 2 worker processes", loop, "solutions/pong-run/config.json, pong.student"),
     Claim("plays your agent on 20 games it never saw", loop, "check.pong_agent's beats_random, pong.student.GAMES"),
     Claim("**Population 64** (32 mirrored pairs)", population, "solutions/pong-run/config.json, perturbations"),
     Claim("**Sigma 0.05**", sigma_value, "solutions/pong-run/config.json"),
-    Claim("with the agent this notebook's own run (`reference`) ended on, after 30 updates, a member picks another "
-          "action than the center on 16% of the first 900 steps of game seed 0 (the median of 16 members); at sigma "
-          "0.02 on 6%, at 0.1 on 30%.", sigma_reason, "solutions/pong-run/centers.npy, played again"),
+    Claim("with the center this notebook's own run (`reference`) ended on, after 30 updates, a member of its next "
+          "generation picks another action than the center on 18% of the first 900 steps of game seed 0 (the median "
+          "of its 64 members); at sigma 0.02 on 7%, at 0.1 on 33%.", sigma_reason,
+          "solutions/pong-run/centers.npy and the run's own perturbations of generation 30, played again"),
     Claim("**Adam, step 0.01**", adam, "solutions/pong-run/config.json"),
     Claim(S_ADAM, starter_adam(S_ADAM), f"{STARTER}: configurations/humanoid.json line 17, Adam stepsize 0.01"),
     Claim(S_DECAY, decay_citation(S_DECAY), f"{STARTER}: configurations/humanoid.json line 6 (l2coeff 0.005), "

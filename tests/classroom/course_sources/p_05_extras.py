@@ -64,11 +64,26 @@ def _vbn_is_the_pixel_agents():
 
 
 def _vbn_check_names():
-    """What the contract says the check names, its message for each."""
-    src = source_of(__import__("classroom.check", fromlist=["check"])._RAW["virtual_batch_norm"])
+    """What the contract says the check names, its message for each; float64 returned on float64
+    inputs, and a float32 computation named (as the check's own run on one shows)."""
+    from classroom import check
+    src = source_of(check._RAW["virtual_batch_norm"])
     for key in ("no_floor", "sample", "no_clip", "input_stats", "floor_variance"):
         assert f'("{key}"' in src, key
     assert '_call_leaving(fn, ("reference", "inputs")' in src and "_close(got, want[\"right\"])" in src
+    assert '_dtype(out, np.float64' in src and "_close(got, want[\"right\"])" in src
+
+    def in_float32(reference, inputs):
+        reference, inputs = reference.astype(np.float32), inputs.astype(np.float32)
+        out = np.clip((inputs - reference.mean(axis=0)) / np.maximum(reference.std(axis=0), 0.1), -5, 5)
+        return out.astype(np.float64)
+    for seed in range(5):
+        try:
+            check.virtual_batch_norm(in_float32, seed=seed)
+        except check.CheckFailed as exc:
+            assert "float32" in str(exc), exc
+        else:
+            raise AssertionError(f"a float32 computation passed on seed {seed}")
 
 
 def _head_inputs():
@@ -153,13 +168,14 @@ def _edge_windows():
 
 
 STARTER = Path("/work/.mirror/openai+evolution-strategies-starter/repo/.git")   # commit 951f199, where present
-POLICIES = ("https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/"
-            "es_distributed/policies.py#L145")
+STARTER_URL = "https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/"
+POLICIES, ES_PY = STARTER_URL + "es_distributed/policies.py#L145", STARTER_URL + "es_distributed/es.py#L42"
 S_VBN_PAPER = ("For its Atari networks the paper used **virtual batch normalization** (its section 2.2, after "
                "Salimans et al. 2016): batch normalization whose statistics come from a *reference batch* of "
                "observations chosen once, before training, and fixed.")
-S_CLIP = ("Both are the course's, not the paper's; the clip is the one OpenAI's starter code (linked in notebook 00) "
-          f"applies to observations ([`951f199:es_distributed/policies.py` line 145]({POLICIES})).")
+S_CLIP = ("OpenAI's starter code (linked in notebook 00) does both to observations: its std is `sqrt(max(var, 1e-2))`, "
+          f"at least 0.1 ([`951f199:es_distributed/es.py` line 42]({ES_PY})), and it clips to [-5, 5] "
+          f"([`951f199:es_distributed/policies.py` line 145]({POLICIES})).")
 
 
 def _cited(snippet: str, *citations: str):
@@ -170,16 +186,24 @@ def _cited(snippet: str, *citations: str):
 
 
 def _starter_clip():
-    """The citation is in the text; where a mirror of the starter is at hand, line 145 clips the
-    normalized observation to [-5, 5], the pixel agent's VBN_CLIP."""
-    _cited(S_CLIP, "`951f199:es_distributed/policies.py` line 145", "policies.py#L145")()
-    from pong.keypoints import VBN_CLIP
-    assert VBN_CLIP == 5.0
+    """The citations are in the text; the pixel agent's floor is the starter's std floor
+    (sqrt(max(var, 1e-2)) = max(std, 0.1)) and its clip the starter's; where a mirror of the starter
+    is at hand, es.py line 42 floors the variance at 1e-2 and policies.py line 145 clips the
+    normalized observation to [-5, 5]."""
+    _cited(S_CLIP, "`951f199:es_distributed/es.py` line 42", "es.py#L42",
+           "`951f199:es_distributed/policies.py` line 145", "policies.py#L145")()
+    from pong.keypoints import VBN_CLIP, VBN_FLOOR
+    assert VBN_CLIP == 5.0 and VBN_FLOOR == 0.1 and np.isclose(np.sqrt(1e-2), VBN_FLOOR)
+    var = np.array([0.0, 1e-4, 1e-2, 0.5, 9.0])
+    assert np.allclose(np.sqrt(np.maximum(var, 1e-2)), np.maximum(np.sqrt(var), VBN_FLOOR))
     if STARTER.exists():
-        out = subprocess.run(["git", f"--git-dir={STARTER}", "show", "951f199:es_distributed/policies.py"],
-                             capture_output=True, text=True)
-        if out.returncode == 0:
-            assert "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)" in out.stdout.splitlines()[144]
+        for path, line, text in (("es_distributed/es.py", 42, "np.sqrt(np.maximum(self.sumsq / self.count - "
+                                                               "np.square(self.mean), 1e-2))"),
+                                 ("es_distributed/policies.py", 145, "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)")):
+            out = subprocess.run(["git", f"--git-dir={STARTER}", "show", f"951f199:{path}"], capture_output=True,
+                                 text=True)
+            if out.returncode == 0:
+                assert text in out.stdout.splitlines()[line - 1], (path, line)
 
 
 CLAIMS: list[Claim] = [
@@ -198,13 +222,17 @@ CLAIMS: list[Claim] = [
           "Salimans et al. 2017, arXiv:1703.03864, section 2.2: virtual batch normalization (Salimans et al., 2016), "
           "batch normalization whose statistics come from a reference minibatch chosen at the start of training and "
           "fixed; no floor or clip is described there"),
-    Claim(S_CLIP, _starter_clip, "openai/evolution-strategies-starter at 951f199, es_distributed/policies.py line 145 "
-          "(read in git show): tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0); pong.keypoints.VBN_CLIP"),
+    Claim(S_CLIP, _starter_clip, "openai/evolution-strategies-starter at 951f199 (read in git show): "
+          "es_distributed/es.py line 42, RunningStat.std = sqrt(max(sumsq / count - mean**2, 1e-2)); "
+          "es_distributed/policies.py line 145, tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0); "
+          "pong.keypoints.VBN_FLOOR and VBN_CLIP"),
     Claim("there floored at $0.1$, then clipped to $[-5, 5]$", _vbn_is_the_pixel_agents,
           "pong.keypoints' VBN_FLOOR and VBN_CLIP, and PongKeypointsPolicy.normalize against the solution"),
-    Claim("it names a missing floor, the sample standard deviation (`ddof=1`), a missing clip, statistics taken "
-          "over `inputs` instead of `reference`, a floor on the variance instead of the standard deviation, and an "
-          "argument changed in place", _vbn_check_names, "classroom/check.py's virtual_batch_norm"),
+    Claim("float64 returned, within a relative error of `1e-6` (float32 loses more), on random inputs with a "
+          "feature constant over the reference batch, one that barely varies, and inputs far outside the batch; it "
+          "names a missing floor, `ddof=1`, a missing clip, statistics of `inputs`, a floored variance, a float32 "
+          "computation, and an argument changed in place", _vbn_check_names,
+          "classroom/check.py's virtual_batch_norm, and the check run on a float32 computation"),
     Claim("turns 495 numbers computed from them (per keypoint its newest column and row, their slopes and its "
           "presence, then their pairwise products and squares)", _head_inputs,
           "pong/keypoints.py: FEATURES_PER_KEYPOINT, keypoint_features, _quadratic, PongKeypointsPolicy.num_features"),

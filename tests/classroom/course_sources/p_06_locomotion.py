@@ -175,7 +175,8 @@ def _hopper_threshold():
 
 def _bonus_added_back():
     """A short Hopper run: its metrics' center_score, pop_mean and pop_max are gymnasium's own
-    returns (its members replayed without the shift), though training ranks the shifted ones."""
+    returns (its members replayed without the shift), though training ranks the shifted ones
+    (play's returns, less the shift, go to the update)."""
     import tempfile
     from dataclasses import replace
     from classroom import references
@@ -192,6 +193,9 @@ def _bonus_added_back():
     assert np.allclose([row["center_score"], row["pop_mean"], row["pop_max"]],
                        [returns[4], returns[:4].mean(), returns[:4].max()], rtol=1e-9, atol=0), (row, returns)
     assert returns[:4].mean() - lengths[:4].mean() < row["pop_mean"]          # the bonus is in it
+    import inspect
+    src = inspect.getsource(train)
+    assert "_update(center, noise, returns[:n]" in src and "seeds[a:b], mean, std, shift)" in src
 
 
 def _every_member():
@@ -214,6 +218,118 @@ def _every_member():
     assert 0 < steps - count <= 1000                   # what is left: the center's one episode
 
 
+def _split():
+    """The cell's split of a return, forward reward less 0.1 x the actions' sum of squares, is
+    gymnasium's own: its info's reward_forward and reward_ctrl, step by step."""
+    import gymnasium as gym
+    policy = solution("06_locomotion", "linear_policy")["linear_policy"]
+    params = (0.5 * np.random.default_rng(0).standard_normal((1, 108))).astype(np.float32)
+    env = gym.make("HalfCheetah-v5")
+    obs, _ = env.reset(seed=0)
+    for _ in range(200):
+        action = np.asarray(policy(params, np.asarray(obs, np.float64)[None], np.zeros(17), np.ones(17),
+                                   env.action_space.low, env.action_space.high)[0], dtype=np.float64)
+        obs, reward, _, _, info = env.step(action)
+        cost = 0.1 * np.sum(np.square(action))
+        assert np.isclose(-info["reward_ctrl"], cost) and np.isclose(reward + cost, info["reward_forward"])
+    env.close()
+
+
+def _chaotic():
+    """The cell's random episodes, played by the course's float32 policy: other returns than the
+    solution's (float64) printed."""
+    from classroom import references
+    from classroom.mujoco_runs import play
+    rng = np.random.default_rng(0)
+    params = (0.5 * rng.standard_normal((3, 108))).astype(np.float32)
+    returns, _, _, _ = play("HalfCheetah-v5", references.SOLUTIONS["linear_policy"][0], params, [0, 1, 2],
+                            np.zeros(17), np.ones(17))
+    printed("06_locomotion", "returns -494.3, -665.8, -1560.4")
+    assert all(f"{r:.1f}" not in ("-494.3", "-665.8", "-1560.4") for r in returns), returns
+
+
+def _line_count():
+    """check.linear_policy counts the lines of the notebook's code for 8 rows and for 64 and fails
+    a line per row; a loop in map or np.vectorize passes it."""
+    from classroom import check
+    src = source_of(check._RAW["linear_policy"])
+    assert "for m in (8, 64)" in src and "lines[1] - lines[0] >= 56" in src and 64 - 8 == 56
+
+    # defined as a notebook cell's code is (the check counts no lines of files in this repository)
+    cell = """
+import numpy as np
+
+
+def layout(params, obs, mean, std, low):
+    d, a = obs.shape[1], len(low)
+    x = np.clip((obs - mean) / std, -5, 5)
+    return x, params[:, :d * a].reshape(len(obs), d, a), params[:, d * a:]
+
+
+def scaled(z, low, high):
+    return low + 0.5 * (np.tanh(z) + 1) * (high - low)
+
+
+def looped(params, obs, mean, std, low, high):
+    x, w, b = layout(params, obs, mean, std, low)
+    return scaled(np.array([x[r] @ w[r] for r in range(len(x))]) + b, low, high)
+
+
+def mapped(params, obs, mean, std, low, high):
+    x, w, b = layout(params, obs, mean, std, low)
+    return scaled(np.array(list(map(np.dot, x, w))) + b, low, high)
+
+
+def vectorized(params, obs, mean, std, low, high):
+    x, w, b = layout(params, obs, mean, std, low)
+    return scaled(np.vectorize(np.dot, signature="(i),(i,j)->(j)")(x, w) + b, low, high)
+"""
+    namespace = {"__name__": "__main__"}
+    exec(compile(cell, "<notebook cell>", "exec"), namespace)
+    looped, mapped, vectorized = namespace["looped"], namespace["mapped"], namespace["vectorized"]
+    for fn in (mapped, vectorized):
+        check.linear_policy(fn, seed=0)
+    try:
+        check.linear_policy(looped, seed=0)
+    except check.CheckFailed as exc:
+        assert "loops over the rows" in str(exc), exc
+    else:
+        raise AssertionError("a for loop over the rows passed")
+
+
+def _center_lags():
+    """The solution's run: the center below 11 in generations 0-7 while the population's mean
+    reached 312 (generation 7), behind the mean at generation 8, ahead of it from 9 on."""
+    rows = lines(f"{RUN}/metrics.jsonl")
+    assert max(r["center_score"] for r in rows[:8]) < 11 and f"{rows[7]['pop_mean']:.0f}" == "312"
+    assert max(r["pop_mean"] for r in rows[:8]) == rows[7]["pop_mean"]
+    assert rows[8]["center_score"] < rows[8]["pop_mean"]
+    assert all(r["center_score"] > r["pop_mean"] for r in rows[9:])
+
+
+def _floors_and_dtypes():
+    """The solution's mean_std floors the variance at 1e-4 (a std of 0.01 for a constant state
+    variable); classroom.mujoco_runs sums the states in float64 and starts from float64 zeros."""
+    import inspect
+    from classroom import mujoco_runs
+    mean_std = solution("06_locomotion", "mean_std")["mean_std"]
+    _, std = mean_std(4, np.array([8.0]), np.array([16.0]))
+    assert np.isclose(std[0], 0.01)
+    assert "stats = (0, np.zeros(obs_dim), np.zeros(obs_dim))" in inspect.getsource(mujoco_runs.train)
+    play = inspect.getsource(mujoco_runs.play)
+    assert "np.asarray(e.reset(seed=int(s))[0], dtype=np.float64)" in play and "sums, squares = np.zeros_like(obs)" in play
+
+
+def _members_sent():
+    """classroom.mujoco_runs.train hands each worker's chunk its members' rows of params, the center
+    plus sigma times the noise."""
+    import inspect
+    from classroom import mujoco_runs
+    src = inspect.getsource(mujoco_runs.train)
+    assert "center[None, :] + np.float32(config.sigma) * noise" in src
+    assert "delayed(_play_chunk)(env_id, code.policy, params[a:b]" in src
+
+
 def _both(*fns):
     def holds():
         for fn in fns:
@@ -228,29 +344,22 @@ PAPER = "Salimans et al. 2017, arXiv:1703.03864v2, read in its text: section 4.1
 
 CLAIMS: list[Claim] = [
     Claim("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) and on Atari. "
-          "Mania, Guy and Recht (2018, arXiv:1803.07055) then showed that a **linear** policy learns the robots' "
-          "tasks with **augmented random search** (ARS): random search that divides its step by the returns' standard "
-          "deviation, may keep only its best directions and, in its version V2, normalizes the observations (their "
-          f"code, "
-          f"[`4c8e24e:code/ars.py`]({A}) lines 273-274, 264-270 and 362). Their Table 1 sets a return to reach on "
-          "each task (Swimmer 325, Hopper 3,120, HalfCheetah 3,430).",
+          "Mania, Guy and Recht (2018, arXiv:1803.07055) showed that a **linear** policy learns the robots' tasks with "
+          "**augmented random search** (ARS), whose version V2 normalizes the observations (their code, "
+          f"[`4c8e24e:code/ars.py`]({A}) line 362). Their Table 1 sets each task's return to reach (Hopper 3,120, "
+          "HalfCheetah 3,430).",
           _both(_cites("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) "
                        "and on Atari. Mania, Guy and Recht (2018, arXiv:1803.07055)", "section 4.1",
                        "arXiv:1803.07055"),
-                _cites(f"(their code, [`4c8e24e:code/ars.py`]({A}) lines 273-274, 264-270 and 362). Their Table 1",
-                       f"[`4c8e24e:code/ars.py`]({A})", "lines 273-274, 264-270 and 362", "Table 1",
+                _cites(f"(their code, [`4c8e24e:code/ars.py`]({A}) line 362). Their Table 1",
+                       f"[`4c8e24e:code/ars.py`]({A})", "line 362", "Table 1",
                        repo=ARS, commit="4c8e24e", path="code/ars.py",
-                       lines={362: "'MeanStdFilter' for v2, 'NoFilter' for v1",
-                              273: "normalize rewards by their standard deviation",
-                              274: "rollout_rewards /= np.std(rollout_rewards)",
-                              264: "select top performing directions if deltas_used < num_deltas",
-                              269: "np.percentile(max_rewards", 270: "deltas_idx = deltas_idx[idx]"}),
+                       lines={362: "'MeanStdFilter' for v2, 'NoFilter' for v1"}),
                 _thresholds),
           PAPER + "; Mania, Guy, Recht 2018, arXiv:1803.07055, Table 1 (episodes to reach the thresholds "
-          "Swimmer-v1 325, Hopper-v1 3120, HalfCheetah-v1 3430), the thresholds the course's tasks use "
+          "Hopper-v1 3120, HalfCheetah-v1 3430), the thresholds the course's tasks use "
           "(classroom/mujoco_runs.py TASKS, locomotion/plugin.py TASKS); modestyachts/ARS at 4c8e24e, code/ars.py "
-          "lines 264-270 (top directions), 273-274 (rewards / their std), 362 (MeanStdFilter for V2), read in git "
-          "show"),
+          "line 362 (MeanStdFilter for V2), read in git show"),
     Claim("`HalfCheetah-v5` (a 2D cheetah: 17 observations, 6 joint torques in `[-1, 1]`, 1,000 steps an episode, "
           "reward = forward speed less a small cost on the torques) to run past 3,430",
           _task_facts, "gymnasium's HalfCheetah-v5 as installed (spaces, max_episode_steps); TASKS's threshold"),
@@ -277,8 +386,15 @@ CLAIMS: list[Claim] = [
           "which check.mean_std uses"),
     Claim("`obs_dim * act_dim + act_dim` numbers (108 for HalfCheetah)", _workers_and_params(workers=False),
           "es.policies.MLPPolicy(17, 6, ()).num_params"),
-    Claim("the torques cost 0.1 times their sum of squares a step", _torque_cost,
-          "gymnasium's HalfCheetahEnv as installed: ctrl_cost_weight 0.1, control_cost"),
+    Claim("The cell splits each return: the forward reward less the torque cost (0.1 times the actions' sum of "
+          "squares, every step).", _both(_torque_cost, _split),
+          "gymnasium's HalfCheetahEnv as installed: ctrl_cost_weight 0.1, control_cost; its info's reward_forward "
+          "and reward_ctrl against the cell's split, on an episode's first 200 steps"),
+    Claim("(the solution's; these episodes are chaotic: a float32 policy gets others)", _chaotic,
+          "the cell's random episodes replayed with the course's float32 policy (classroom.references)", slow=True),
+    Claim("then it counts the lines of your own code that run for 8 rows and for 64: a line run once per row (a "
+          "`for` loop, a comprehension) fails. A loop hidden in `map` or `np.vectorize` runs none of your lines and "
+          "passes", _line_count, "check.linear_policy's source, and the check run on a for loop, map and np.vectorize"),
     Claim("Hopper (and Walker2d, Ant, Humanoid) pays a bonus for every step the robot has not fallen: 1 a step in "
           "`Hopper-v5`, up to 1,000 an episode.", _alive_bonus,
           "gymnasium's Hopper-v5 (healthy_reward, max_episode_steps), Walker2d, Ant, Humanoid v5 (healthy_reward)"),
@@ -287,10 +403,11 @@ CLAIMS: list[Claim] = [
                  "lines 77 and 399", repo=ARS, commit="4c8e24e", path="code/ars.py",
                  lines={77: "total_reward += (reward - shift)", 399: "Hopper-v1, Walker2d-v1, and Ant-v1 use shift = 1"}),
           "modestyachts/ARS at 4c8e24e0a99cf811030e90680fc29eb94fae8cdd, code/ars.py lines 77 and 399 (read in git show)"),
-    Claim("Every score the loop reports or compares with the threshold (its progress lines, `metrics.jsonl`) adds "
-          "the bonus back: gymnasium's own return.", _bonus_added_back,
-          "classroom.mujoco_runs.train: one Hopper generation, its members replayed without the shift", slow=True),
-    Claim("HalfCheetah has no bonus (it cannot fall: the episode always lasts 1,000 steps), so its shift is 0.",
+    Claim("and so does the loop; every score it reports or compares with the threshold adds the bonus back: "
+          "gymnasium's own return.", _bonus_added_back,
+          "classroom.mujoco_runs.train: one Hopper generation, its members replayed without the shift; train's "
+          "update ranks the shifted returns", slow=True),
+    Claim("HalfCheetah cannot fall (its episodes all last 1,000 steps): no bonus, shift 0.",
           _cheetah_never_falls, "gymnasium's HalfCheetahEnv (no healthy_reward, no termination), TASKS's shift"),
     Claim("The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step 0.01, one "
           "episode per member (every member and the center on the same seed in a generation), 2 worker processes.",
@@ -300,59 +417,61 @@ CLAIMS: list[Claim] = [
           "to episode and the grader plays 20 new ones.", _stopping,
           "classroom.mujoco_runs TASKS, MARGIN, HELD_OUT, RunConfig().confirm_episodes; check.locomotion_agent"),
     Claim("The solution's run (these settings, seed 0) stopped after 73 updates and 4.8 million steps", _solution_run, f"{RUN}/config.json, metrics.jsonl (last line), checkpoint.npz (Adam's t)"),
-    Claim("on 20 episodes on seeds it chooses. It passes unless their mean is significantly below 3,430: mean + 1.645 "
-          "standard errors must reach it (a one-sided test at 5%).", _grader,
+    Claim("in the solution's run it stayed below 11 up to generation 7, while the mean reached 312, and led from "
+          "generation 9 on.", _center_lags, f"{RUN}/metrics.jsonl"),
+    Claim("on 20 episodes, on seeds it chooses; it passes unless their mean is significantly below 3,430: mean + "
+          "1.645 standard errors must reach it (a one-sided test at 5%).", _grader,
           "check.locomotion_agent's source; the normal distribution's 95% quantile"),
     Claim(f"([`951f199:es_distributed/es.py` lines 379-381]({S}/es.py#L379-L381)), the master adds them up (line "
-          "216), and every task carries the statistics its episodes use (line 16).",
+          "216) and sends the parameters with the statistics in every task (lines 16 and 173-176).",
           _cites(f"([`951f199:es_distributed/es.py` lines 379-381]({S}/es.py#L379-L381)), the master adds them up "
-                 "(line 216), and every task carries the statistics its episodes use (line 16).",
-                 "`951f199:es_distributed/es.py` lines 379-381", "es.py#L379-L381", "(line 216)", "(line 16)",
-                 repo=STARTER, commit="951f199", path="es_distributed/es.py",
+                 "(line 216) and sends the parameters with the statistics in every task (lines 16 and 173-176).",
+                 "`951f199:es_distributed/es.py` lines 379-381", "es.py#L379-L381", "(line 216)",
+                 "(lines 16 and 173-176)", repo=STARTER, commit="951f199", path="es_distributed/es.py",
                  lines={379: "ob_sum=", 380: "ob_sumsq=", 381: "ob_count=", 216: "ob_stat.increment(result.ob_sum",
-                        16: "Task = namedtuple('Task', ['params', 'ob_mean', 'ob_std', 'timestep_limit'])"}),
-          "openai/evolution-strategies-starter at 951f199, es_distributed/es.py lines 16, 216, 379-381"),
-    Claim(f"One difference: the starter records the states of a random 1% of its rollouts (line 304; "
+                        16: "Task = namedtuple('Task', ['params', 'ob_mean', 'ob_std', 'timestep_limit'])",
+                        173: "curr_task_id = master.declare_task(Task(", 174: "params=theta",
+                        175: "ob_mean=ob_stat.mean", 176: "ob_std=ob_stat.std"}),
+          "openai/evolution-strategies-starter at 951f199, es_distributed/es.py lines 16, 173-176 (the master "
+          "declares each task with theta and ob_stat's mean and std), 216, 379-381"),
+    Claim(f"Differences include: the starter records the states of a random 1% of its rollouts (line 304; "
           f"`calc_obstat_prob` 0.01 in [`951f199:configurations/humanoid.json` line 3]({S[:-len('/es_distributed')]}"
-          "/configurations/humanoid.json#L3)), this notebook's loop every member's.",
-          _both(_cites("One difference: the starter records the states of a random 1% of its rollouts (line 304; ",
+          "/configurations/humanoid.json#L3)), this loop every member's; it floors the variance at 1e-2, a std of at "
+          "least 0.1 (line 42), where `mean_std` floors it at 1e-4; and it adds the sums up in float32 (lines "
+          "27-28), this loop in float64.",
+          _both(_cites("Differences include: the starter records the states of a random 1% of its rollouts (line 304; ",
                        "(line 304", repo=STARTER, commit="951f199", path="es_distributed/es.py",
                        lines={304: "calc_obstat_prob != 0 and rs.rand() < calc_obstat_prob",
                               307: "task_ob_stat.increment(obs.sum(axis=0), np.square(obs).sum(axis=0), len(obs))"}),
                 _cites("`calc_obstat_prob` 0.01 in [`951f199:configurations/humanoid.json` line 3]",
                        "`951f199:configurations/humanoid.json` line 3", repo=STARTER, commit="951f199",
                        path="configurations/humanoid.json", lines={3: '"calc_obstat_prob": 0.01'}),
-                _every_member),
-          "openai/evolution-strategies-starter at 951f199: es_distributed/es.py line 304 (rollout_and_update_ob_stat "
-          "records a rollout's states only when rs.rand() < calc_obstat_prob), configurations/humanoid.json line 3 "
-          "(calc_obstat_prob 0.01), read in git show; classroom.mujoco_runs.train merges every member's (a run with "
-          "the solution's functions: the merged count is the members' steps)"),
+                _cites("it floors the variance at 1e-2, a std of at least 0.1 (line 42), where `mean_std` floors it at "
+                       "1e-4; and it adds the sums up in float32 (lines 27-28), this loop in float64.",
+                       "(line 42)", "(lines 27-28)", repo=STARTER, commit="951f199", path="es_distributed/es.py",
+                       lines={42: "np.sqrt(np.maximum(self.sumsq / self.count - np.square(self.mean), 1e-2))",
+                              27: "self.sum = np.zeros(shape, dtype=np.float32)",
+                              28: "self.sumsq = np.full(shape, eps, dtype=np.float32)"}),
+                _every_member, _floors_and_dtypes),
+          "openai/evolution-strategies-starter at 951f199, read in git show: es_distributed/es.py line 304 "
+          "(rollout_and_update_ob_stat records a rollout's states only when rs.rand() < calc_obstat_prob), line 42 "
+          "(RunningStat.std: the variance floored at 1e-2), lines 27-28 (RunningStat's sum and sumsq float32), "
+          "configurations/humanoid.json line 3 (calc_obstat_prob 0.01); classroom.mujoco_runs.train merges every "
+          "member's (a run with the solution's functions: the merged count is the members' steps) in float64; the "
+          "solution's mean_std floors the variance at 1e-4"),
     Claim("The paper's MuJoCo policies are multilayer perceptrons with two hidden layers of 64 `tanh` units (its "
           "section 4.1): 5,702 parameters for HalfCheetah (`es.policies.MLPPolicy(17, 6, (64, 64)).num_params`), "
-          "against the 108 of your linear policy. With 64 members, ES's gradient estimate in 5,702 dimensions is far "
-          "coarser than in 108; the paper ran up to 1,440 parallel workers (its section 2.1).",
+          "against your 108; with 64 members, ES's gradient estimate in 5,702 dimensions is far coarser than in 108. "
+          "The paper ran up to 1,440 parallel workers (its section 2.1); in its Algorithm 2, workers exchange only "
+          "scalar returns and rebuild each other's perturbations from known seeds (notebook 03). This loop, like the "
+          "starter, has a master, which sends its 2 worker processes their members' parameters, noise included.",
           _both(_cites("The paper's MuJoCo policies are multilayer perceptrons with two hidden layers of 64 `tanh` "
                        "units (its section 4.1)", "(its section 4.1)"),
-                _cites("the paper ran up to 1,440 parallel workers (its section 2.1)", "(its section 2.1)"),
-                _network_size),
-          PAPER + "; es.policies.MLPPolicy's num_params; RunConfig().population"),
-    Claim("In the paper's Algorithm 2 (section 2.1), workers exchange only scalar returns and rebuild each other's "
-          "perturbations from known seeds",
-          _cites("In the paper's Algorithm 2 (section 2.1), workers exchange only scalar returns and rebuild each "
-                 "other's perturbations from known seeds", "Algorithm 2", "(section 2.1)"), PAPER),
-    Claim("OpenAI's starter code has a master instead, which sends the parameters with the statistics in every task "
-          "(`951f199:es_distributed/es.py` line 16, above); this notebook's loop sends each of its 2 worker processes "
-          "their members' parameters, noise included (108 numbers a member)",
-          _both(_cites("which sends the parameters with the statistics in every task (`951f199:es_distributed/es.py` "
-                       "line 16, above)", "`951f199:es_distributed/es.py` line 16", repo=STARTER, commit="951f199",
-                       path="es_distributed/es.py",
-                       lines={16: "Task = namedtuple('Task', ['params', 'ob_mean', 'ob_std'", 173:
-                              "curr_task_id = master.declare_task(Task(", 174: "params=theta",
-                              175: "ob_mean=ob_stat.mean", 176: "ob_std=ob_stat.std"}),
-                _workers_and_params()),
-          "openai/evolution-strategies-starter at 951f199, es_distributed/es.py lines 16 and 173-176 (the master "
-          "declares each task with theta and ob_stat's mean and std); RunConfig().workers; "
-          "MLPPolicy(17, 6, ()).num_params"),
+                _cites("The paper ran up to 1,440 parallel workers (its section 2.1); in its Algorithm 2, workers "
+                       "exchange only scalar returns", "(its section 2.1)", "Algorithm 2"),
+                _network_size, _workers_and_params(params=False), _members_sent),
+          PAPER + "; es.policies.MLPPolicy's num_params; RunConfig().population and workers; "
+          "classroom.mujoco_runs.train's source (each worker's chunk gets its members' parameters)"),
     Claim("the grader's check accepts a Hopper run at 3,120", _hopper_threshold,
           "TASKS['hopper'], which check.locomotion_agent grades with"),
 ]
