@@ -1,2 +1,3 @@
-"""The course: notebook sources in ``source/``, the build (``build.py``), the checks a student
-runs (``check.py``), the autograder (``grade.py``)."""
+"""The course's classroom package: in a student release, the checks a student runs
+(``check.py``) and the code the notebooks drive; in the course repository also the notebook
+sources (``source/``), their build (``build.py``) and the autograder (``grade.py``)."""

@@ -7,8 +7,8 @@ Every check draws its inputs from a seed, compares what the student's function r
 what it should, with a stated tolerance, and when they differ says which mistake the numbers
 point to. A failure names its seed; ``check.NAME(fn, seed=S)`` repeats it.
 
-Where "what it should" comes from (``answers``): in the instructor's checkout and in the
-grader, the answer key (``classroom.references``) on fresh inputs for each grading run, so an
+Where "what it should" comes from (``answers``): in the instructor's checkout (the course
+repository) and in the grader, the answer key (``classroom.references``) on fresh inputs for each grading run, so an
 answer computed for other inputs cannot pass. A student release has no answer key: it carries
 the answers to the questions its checks ask on a few fixed seeds (``expected.json``, written
 by ``python -m classroom release``), and ``check.NAME(fn)`` draws one of those seeds.
@@ -63,7 +63,7 @@ def _uint8_digest(a: np.ndarray) -> str:
 
 
 class Answers:
-    """The answer key itself (``classroom.references``); with ``record``, it also keeps every
+    """The answer key itself (the course repository's ``classroom.references``); with ``record``, it also keeps every
     question asked and its answer, per (check, seed), for a release's ``expected.json``."""
 
     def __init__(self, references, record: bool = False):
@@ -129,7 +129,7 @@ def answers(question: str, *args) -> dict:
     return ANSWERS(question, *args)
 
 
-RELEASE_SEEDS = (11, 22, 33)     # the seeds a student release records answers for (classroom.release)
+RELEASE_SEEDS = (11, 22, 33)     # the seeds a release records answers for (course repository: classroom.release)
 
 
 def verdict(name: str, objs, seed: int, repeatable: bool | None = None) -> None:
@@ -237,10 +237,10 @@ def ready(notebook: str, namespace: dict, seeds: int = 3) -> None:
 
 def _observe(fn, *args, **opts) -> dict:
     """Call a student's function: here (a notebook checking itself), or, when graded, in the
-    student's kernel through the grader's proxy (``classroom.remote``), which only ever hands
+    student's kernel through the grader's proxy (the course repository's ``classroom.remote``), which only ever hands
     back plain data. ``RNG(seed)`` arguments become ``np.random.default_rng(seed)`` on the
     side that runs the function. ``opts`` ask for more than the value (``classroom.probe.observe``)."""
-    if hasattr(fn, "observe"):          # a classroom.remote.Remote: the student's kernel
+    if hasattr(fn, "observe"):          # the student's kernel, through the grader (course repository)
         return fn.observe(*args, **opts)
     from .probe import observe
     args = [a.make() if isinstance(a, wire.RNG) else a for a in args]
@@ -289,11 +289,16 @@ def _close(got, want, tol=1e-6) -> bool:
 # ---------------------------------------------------------------- milestone 1 (00, 01)
 @_register("centered_ranks", "M1", 2, "00_es_from_scratch")
 def centered_ranks(fn, rng):
-    """Tolerance 1e-6 against the course's centered ranks, on distinct returns with an outlier,
-    then on returns with ties; a float64 array; the returns left as they were."""
+    """Tolerance 1e-6 against the course's centered ranks, on distinct returns with an outlier
+    and a few closer than 1e-3 (one pair 1e-9 apart, four returns 1e-4 apart: rounding the returns
+    or comparing them with a tolerance ties them), then on returns with ties; a float64 array;
+    the returns left as they were."""
     n = int(rng.integers(9, 30))
-    x = rng.choice(10_000, n, replace=False) / 100 - 50
+    x = rng.choice(10_000, n, replace=False) / 100 - 50      # multiples of 0.01
     x[rng.integers(n)] = 1e4                      # an outlier: min-max scaling squashes the rest
+    near = x[rng.choice(np.flatnonzero(x < 1e4), 2, replace=False)]
+    x = rng.permutation(np.concatenate([x, [near[0] + 1e-9], near[1] + 1e-4 * np.arange(1, 4)]))
+    n = len(x)
     ties = rng.integers(-3, 4, n + 8).astype(np.float64)      # 7 values, n + 8 returns: ties
     values, counts = np.unique(ties, return_counts=True)
     if not np.any(counts % 2 == 0):       # make a tie group of even size: its mean rank is a half (2.5)
@@ -310,6 +315,11 @@ def centered_ranks(fn, rng):
     if any(np.ptp(got[ties == v]) > 1e-9 for v in np.unique(ties)):
         _fail("centered_ranks: tied returns got different weights; ties must share the mean of their ranks")
     ranks = want_ties["ranks"]
+    distinct, dense = np.unique(ties, return_inverse=True)
+    if _close(got, dense / (len(distinct) - 1) - 0.5):
+        _fail("centered_ranks: dense ranks (each distinct return one rank, as np.unique's inverse gives): a tie "
+              "must span as many ranks as it has returns and share their mean, so that ties do not shrink the "
+              "others' ranks (in [3.0, 1.0, 3.0, 2.0] the two 3.0 get 2.5, not 2)")
     if _close(got, np.floor(ranks) / (n + 7) - 0.5) and np.any(ranks % 1):      # int ranks: 2.5 stored as 2
         half = ranks[ranks % 1 > 0][0]
         _fail(f"centered_ranks: tied returns got a whole-number rank: the ranks array is an int array, so the mean "
@@ -324,6 +334,14 @@ def centered_ranks(fn, rng):
 def _blame_ranks(got, x, want):
     n, ranks = len(x), want["ranks"]
     span = x.max() - x.min()
+    groups = np.unique(np.round(got, 12), return_inverse=True)[1]       # returns that got one weight
+    if groups.max() + 1 < len(np.unique(x)):
+        merged = np.bincount(groups, ranks) / np.bincount(groups)       # each group: the mean of its ranks
+        if _close(got, merged[groups] / (n - 1) - 0.5):
+            a, b = next(u[:2] for u in (np.unique(x[groups == v]) for v in range(len(merged))) if len(u) > 1)
+            _fail(f"centered_ranks: returns {a:.12g} and {b:.12g} differ (by {b - a:.1g}) but got the "
+                  "same weight, as ties: only equal returns tie; rank the returns as they are (no rounding, no "
+                  "tolerance, no float32)")
     if _close(got, ranks / (n - 1)):
         _fail("centered_ranks: values span [0, 1]; forgot to center the ranks (subtract 0.5 so they sum to zero)")
     if _close(got, ranks / n - 0.5) or _close(got, (ranks + 1) / n - 0.5):
@@ -372,12 +390,15 @@ def es_gradient(fn, rng):
 
 @_register("antithetic_noise", "M1", 1, "01_cartpole")
 def antithetic_noise(fn, rng):
-    """Rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the generator passed in, in the one
-    call the contract gives (rng.standard_normal((population // 2, dim)), row k is eps_k)."""
+    """A float64 array (population, dim); rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the
+    generator passed in, in the one call the contract gives (rng.standard_normal((population // 2,
+    dim)), row k is eps_k)."""
     RNG = wire.RNG
     population, dim = 2 * int(rng.integers(3, 10)), int(rng.integers(3, 9))
     s1, s2 = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
-    a = _array(_call(fn, RNG(s1), population, dim), (population, dim), "antithetic_noise")
+    value = _call(fn, RNG(s1), population, dim)
+    a = _array(value, (population, dim), "antithetic_noise")
+    _dtype(value, np.float64, "antithetic_noise")
     if not np.allclose(a[0::2], -a[1::2]):
         half = population // 2
         if np.allclose(a[:half], -a[half:]):
@@ -399,12 +420,16 @@ def antithetic_noise(fn, rng):
 @_register("adam_update", "M1", 2, "01_cartpole")
 def adam_update(fn, rng):
     """Three Adam ascent steps (betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64;
-    each parameter within lr / 1000 of them. One parameter's three gradients are small (0.005 to
-    0.02, one sign), so that sqrt(v) is small there and epsilon's place shows on every seed."""
+    each parameter within lr / 1000 of them. One parameter's three gradients are exactly 0: there
+    m = v = 0, and only epsilon keeps the step from 0 / 0 (nan). Another's are small (0.005 to
+    0.02, one sign): there sqrt(v) (v not bias-corrected) is below 1.1e-3, small enough that
+    epsilon inside the square root, sqrt(v + 1e-8), moves it by more than lr / 1000."""
     dim, lr = int(rng.integers(3, 8)), float(rng.uniform(0.01, 0.2))
     theta = rng.standard_normal(dim).astype(np.float32)
     grads = rng.standard_normal((3, dim))
-    grads[:, rng.integers(dim)] = rng.choice([-1.0, 1.0]) * rng.uniform(0.005, 0.02, 3)
+    small, zero = (int(i) for i in rng.choice(dim, 2, replace=False))
+    grads[:, small] = rng.choice([-1.0, 1.0]) * rng.uniform(0.005, 0.02, 3)
+    grads[:, zero] = 0.0
     grads = [g.astype(np.float32) for g in grads]
     want = answers("adam_update", theta, grads, lr)
     got, state = theta.copy(), None
@@ -414,6 +439,9 @@ def adam_update(fn, rng):
     near = lambda name: np.max(np.abs(got - want[name])) <= lr / 1000      # noqa: E731
     if near("right"):
         return
+    if not np.isfinite(got[zero]) and np.all(np.isfinite(np.delete(got, zero))):
+        _fail(f"adam_update: parameter {zero}, whose three gradients are 0, became {got[zero]}: m = v = 0 there, and "
+              "m / sqrt(v) is 0 / 0; you left epsilon out: divide by sqrt(v) + epsilon (1e-8)")
     if near("descends"):
         _fail("adam_update: it descends; ES maximises the return, so add the step")
     if near("no_bias_correction"):
@@ -428,11 +456,16 @@ def adam_update(fn, rng):
 def train_cartpole(fn, rng):
     """train_cartpole(seed) -> linear policy parameters (10 floats, es.policies.MLPPolicy(4, 2, ())
     layout), trained from two fresh seeds and one of them again: the same seed gives the same
-    parameters, other seeds other ones, each solves CartPole-v1 (mean return >= 475 on seeds
-    1000..1019), and the global np.random state is neither seeded nor drawn from."""
+    parameters, other seeds other ones, and the global np.random state is neither seeded nor
+    drawn from. Then the five steps, against the answer key's loop (each parameter within 1e-6,
+    a margin for sums in another order): the center after 3 updates from the first seed, naming
+    the mistake whose center it is; the centers both full runs return; a run at lr 0.05 from a
+    seed whose center reaches a mean of 475 before every start gives 500 (it stops too early if
+    it stops on the mean). Last, each run solves CartPole-v1 (mean return >= 475 on seeds
+    1000..1019)."""
     from es.envs import EnvProblem
     a, b = (int(v) for v in rng.choice(2 ** 31, 2, replace=False))
-    runs, g = {}, int(rng.integers(2 ** 31))
+    runs, raw, g = {}, {}, int(rng.integers(2 ** 31))
     for seed in (a, b):
         reply = _observe(fn, seed, global_seed=g, draw_after=True)
         params = np.asarray(reply["value"], dtype=np.float32).ravel()
@@ -441,32 +474,89 @@ def train_cartpole(fn, rng):
         if reply["after"] != np.random.RandomState(g).random_sample():
             _fail("train_cartpole: it uses the global np.random state (it seeds it or draws from it); draw every "
                   "random number from the generator built from the seed, never np.random.*")
-        runs[seed] = params
+        runs[seed], raw[seed] = params, np.asarray(reply["value"], dtype=np.float64).ravel()
     if np.array_equal(runs[a], runs[b]):
         _fail(f"train_cartpole: seeds {a} and {b} gave the same parameters; it ignores its seed (or returns "
               "parameters fixed in advance): train from np.random.default_rng(seed)")
+    if not np.array_equal(np.asarray(_call(fn, a), dtype=np.float32).ravel(), runs[a]):
+        _fail(f"train_cartpole: two runs from seed {a} gave different parameters; draw every random number "
+              "from the generator built from the seed, never np.random.*")
+    steps = answers("train_cartpole_steps", a, 3)
+    got = np.asarray(_call(fn, a, 3), dtype=np.float64).ravel()
+    if not _same_center(got, steps["right"]):
+        _blame_loop(got, steps, f"after 3 updates from seed {a} (train_cartpole({a}, 3))")
+    for seed in (a, b):
+        run = answers("train_cartpole", seed, 60, 256, 0.2, 0.3)
+        if not _same_center(raw[seed], run["right"]):
+            _blame_loop(raw[seed], run, f"trained from seed {seed} on the defaults ({len(run['log']) - 1} updates)")
+    for _ in range(30):            # a seed whose run at lr 0.05 passes a mean of 475 before it stops (most do)
+        seed = int(rng.integers(2 ** 31))
+        run = answers("train_cartpole", seed, 60, 256, 0.2, 0.05)
+        if np.any(run["log"][:-1] >= 475):
+            break
+    got = np.asarray(_call(fn, seed, 60, 256, 0.2, 0.05), dtype=np.float64).ravel()
+    if not _same_center(got, run["right"]):
+        _blame_loop(got, run, f"trained from seed {seed} at lr 0.05 (train_cartpole({seed}, 60, 256, 0.2, 0.05))")
     cartpole = EnvProblem("CartPole-v1", hidden=())
     for seed, params in runs.items():
         returns, _ = cartpole.play(params, np.arange(1000, 1020))
         if returns.mean() < 475:
             _fail(f"train_cartpole: trained from seed {seed}, the policy scores {returns.mean():.1f} on seeds "
-                  "1000..1019, below 475; the cell above plots your loop from seed 0 against the five steps' "
-                  "curve: where they part is where your loop departs from the steps")
-    if not np.array_equal(np.asarray(_call(fn, a), dtype=np.float32).ravel(), runs[a]):
-        _fail(f"train_cartpole: two runs from seed {a} gave different parameters; draw every random number "
-              "from the generator built from the seed, never np.random.*")
+                  "1000..1019, below 475")
+
+
+def _same_center(got, want) -> bool:
+    """The same center up to the order of float sums (1e-6 of the largest parameter, at least 1e-6)."""
+    return got.shape == np.shape(want) and np.max(np.abs(got - want)) <= 1e-6 * max(1.0, np.max(np.abs(want)))
+
+
+_LOOP_MISTAKES = {
+    "noise_first": "it draws the noise before the start states; each generation draws `starts` first (step 1), "
+                   "then the noise (step 4), from the one generator: the order of the draws is the run",
+    "fixed_starts": "it draws the start states once for the whole run; draw new `starts` every generation (step 1)",
+    "starts_g": "it plays generation g's members on starts[g]; every member plays starts[0] of this generation's "
+                "starts (step 4)",
+    "no_sigma": "it leaves 1 / sigma out of the gradient: grad = noise.T @ z / (population * sigma) (step 5)",
+    "descends": "it steps down the gradient; ES climbs: center = center + lr * grad (step 5)",
+    "stop_475": "it stops when the center's mean return reaches 475; step 3 stops only when every start state "
+                "gives 500, center_scores.min() >= 500",
+}
+
+
+def _blame_loop(got, key, when):
+    """Fail naming the mistake whose center ``got`` is: one of ``key``'s named ones, or stopping
+    when the mean reaches 475 (a center the run logged before it stopped)."""
+    for mistake, words in _LOOP_MISTAKES.items():
+        if mistake in key and _same_center(got, key[mistake]):
+            _fail(f"train_cartpole: {when}, your center is the one a loop gets where {words}")
+    for mean, center in zip(key.get("log", [])[:-1], key.get("centers", [])[:-1]):
+        if mean >= 475 and _same_center(got, center):
+            _fail(f"train_cartpole: {when}, your loop stopped too early, at a center whose mean return was {mean:.1f} "
+                  "on its generation's starts (not all 500): step 3 stops only when center_scores.min() >= 500, on "
+                  "the starts drawn at step 1 of the same generation, before the update")
+    _fail(f"train_cartpole: {when}, your center is off by up to {np.max(np.abs(got - key['right'])):.3g} from the "
+          "five steps' (more than 1e-6): the cell above plots your loop from seed 0 against the five steps' curve, "
+          "and where they part is where your loop departs from the steps (it calls your antithetic_noise: its "
+          "check must pass first)")
 
 
 # ---------------------------------------------------------------- milestone 2 (02)
+# weights that member_noise tries besides the powers of 10 and of 2: common primes below 2**32
+PRIME_WEIGHTS = (31, 101, 1009, 7919, 10007, 65537, 100003, 999983, 1000003, 16777619, 999999937, 1000000007,
+                 2147483647)
+
+
 @_register("member_noise", "M2", 2, "02_parallel")
 def member_noise(fn, rng):
     """Noise of one member, float64 (dim,), from (seed, generation, member) alone, never the
     global state; standard normal (a long draw's mean, standard deviation, and shares within 0.5
     of 0 and beyond 2); different (seed, generation, member) never share noise, nor its negation:
-    neighbours that a sum, w * generation + member for w a power of 10 or of 2 below 2**32, a
-    product (seed 0, generation 0) or run-together digits would confuse, and members 2k and 2k + 1
-    (mirroring is evaluate_members' job). Every integer it is called with is below 2**32, the
-    contract's range (SeedSequence splits a larger one into 32-bit words, which can collide)."""
+    neighbours that a sum, w * seed or w * generation plus member for w a power of 10 or of 2
+    below 2**32 or one of PRIME_WEIGHTS, a product (seed 0, generation 0) or digits run together
+    (unpadded, or zero-padded to k digits for k = 1 .. 9, a member or a generation of k + 1 digits
+    running past its padding) would confuse, and members 2k and 2k + 1 (mirroring is
+    evaluate_members' job). Every integer it is called with is below 2**32, the contract's range
+    (SeedSequence splits a larger one into 32-bit words, which can collide)."""
     seed, generation, member = int(rng.integers(2 ** 31)), int(rng.integers(1, 500)), int(rng.integers(1000, 5000))
     dim, g = int(rng.integers(4, 10)), int(rng.integers(2 ** 31))
     reply = _observe(fn, seed, generation, member, dim, global_seed=g, draw_after=True)
@@ -502,8 +592,15 @@ def member_noise(fn, rng):
         (0, 0, 1), (0, 0, -1), (0, 1, 0), (1, 0, 0), (0, 1, -1), (1, -1, 0))]
     keys += [(0, generation, member), (0, generation + 1, member), (seed, 0, member), (seed + 1, 0, member),
              (seed, 1, 23), (seed, 12, 3)]
-    weights = sorted({10 ** k for k in range(1, 10)} | {2 ** k for k in range(1, 32)})
+    weights = sorted({10 ** k for k in range(1, 10)} | {2 ** k for k in range(1, 32)} | set(PRIME_WEIGHTS))
     keys += [(seed, generation, member + w) for w in weights]
+    # digits zero-padded to k places, int(f"{seed}{generation:0{k}d}{member:0{k}d}"): a member of k + 1
+    # digits runs into the generation's (0, 0, 10**k + r) ~ (0, 1, r), a generation of k + 1 digits
+    # into the seed's (0, 10**k + q, member) ~ (1, q, member), whatever the other padding (r, q < 10)
+    r, q = member % 10, generation % 10
+    padded = {(0, 0, 10 ** k + r): ((0, 1, r), k, "a member") for k in range(1, 10)}
+    padded.update({(0, 10 ** k + q, member): ((1, q, member), k, "a generation") for k in range(1, 10)})
+    keys += [(0, 1, r), (1, q, member), *padded]
     for key in keys:
         if key in seen:          # (seed + 1, generation - 1, member) is (seed + 1, 0, member) when generation is 1
             continue
@@ -520,12 +617,21 @@ def member_noise(fn, rng):
                           "evaluate_members' job")
                 if negated:
                     _fail(f"{pair}; {fix}, and return its draws as they are")
+                if padded.get(key, (None,))[0] == other:
+                    k, what = padded[key][1:]
+                    _fail(f"{pair}: their digits run together, zero-padded, are the same number: {what} of {k + 1} "
+                          f"digits runs past a padding to {k} digit{'s' * (k > 1)} (the integers go up to 2**32 - 1, "
+                          f"10 digits); {fix}")
                 if sum(key) == sum(other):
                     _fail(f"{pair}: seed + generation + member collide; {fix}")
                 dg, dm = key[1] - other[1], key[2] - other[2]
                 if key[0] == other[0] and abs(dg) == 1 and dg * dm < 0:       # w * generation + member, w = |dm|
                     w = abs(dm)
                     _fail(f"{pair}: {w} * generation + member collide (any such weight below the members' range "
+                          f"does, and members go up to 2**32 - 1); {fix}")
+                ds = key[0] - other[0]
+                if key[1] == other[1] and abs(ds) == 1 and ds * dm < 0:                  # w * seed + member, w = |dm|
+                    _fail(f"{pair}: {abs(dm)} * seed + member collide (any such weight below the members' range "
                           f"does, and members go up to 2**32 - 1); {fix}")
                 if 0 in key[:2] and 0 in other[:2]:
                     _fail(f"{pair}: a product such as seed * generation is 0 whenever seed or generation is 0; {fix}")
@@ -662,23 +768,30 @@ def result_codec(encode_result, decode_result, rng):
 
 @_register("chunks_to_requeue", "M3", 2, "03_redis")
 def chunks_to_requeue(fn, rng):
-    """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, as
-    the course's Redis master decides (es.distributed)."""
+    """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, a
+    subset of queued_at's keys, as the course's Redis master decides (es.distributed): among them
+    a chunk requeued a moment ago that still has its dead worker's old lease (no), and a lease
+    of a chunk not in queued_at (never returned)."""
     # eighths of a second: now - (now - lease) is exactly lease, so the boundary is exact
     lease, now = int(rng.integers(24, 240)) / 8, int(rng.integers(8e3, 8e6)) / 8
     old = lambda: now - lease * float(rng.uniform(1.5, 5))       # noqa: E731
-    names = [f"chunk{int(i)}" for i in rng.choice(1000, 7, replace=False)]
-    alive, dead, waiting, young, orphan, edge_queued, edge_lease = names
-    queued_at = {alive: old(), dead: old(), waiting: old(), young: now - lease * float(rng.uniform(0.05, 0.5)),
-                 orphan: old(), edge_queued: now - lease, edge_lease: old()}
+    recent = lambda: now - lease * float(rng.uniform(0.05, 0.5))       # noqa: E731
+    names = [f"chunk{int(i)}" for i in rng.choice(1000, 9, replace=False)]
+    alive, dead, waiting, young, orphan, edge_queued, edge_lease, requeued, done = names
+    queued_at = {alive: old(), dead: old(), waiting: old(), young: recent(), orphan: old(), edge_queued: now - lease,
+                 edge_lease: old(), requeued: recent()}
     in_queue = {waiting}
-    leases = {alive: now - lease * float(rng.uniform(0.05, 0.5)), dead: old(), edge_lease: now - lease}
+    leases = {alive: recent(), dead: old(), edge_lease: now - lease, requeued: old(), done: old()}
     want = set(answers("chunks_to_requeue", queued_at, sorted(in_queue), leases, now, lease)["right"])
     got = _call(fn, dict(queued_at), set(in_queue), dict(leases), now, lease)
     if not isinstance(got, (set, frozenset)):
         _fail(f"chunks_to_requeue: returned a {type(got).__name__}; the contract says a set")
     if got == want:
         return
+    if not got <= set(queued_at):
+        extra = sorted(got - set(queued_at))[0]
+        _fail(f"chunks_to_requeue: returned {extra!r}, which is not in queued_at (its result is in: only its old "
+              "lease is left); return a subset of queued_at's keys")
     if waiting in got:
         _fail(f"chunks_to_requeue: {waiting!r} is still waiting in the queue; requeueing it makes duplicates")
     if alive in got:
@@ -686,6 +799,10 @@ def chunks_to_requeue(fn, rng):
     if young in got:
         _fail(f"chunks_to_requeue: {young!r} was queued less than lease_seconds ago; a worker may have taken it "
               "and not written its lease yet")
+    if requeued in got:
+        _fail(f"chunks_to_requeue: {requeued!r} was queued again less than lease_seconds ago and still has its dead "
+              "worker's old lease; the worker that took the new copy may not have written its lease yet: requeue "
+              "only a chunk queued at least lease_seconds ago, whatever its lease")
     if dead not in got:
         _fail(f"chunks_to_requeue: {dead!r}'s last heartbeat is older than lease_seconds; its worker is dead, "
               "hand it out again")
@@ -707,10 +824,11 @@ def gather(fn, rng):
     course's decode_result and chunks_to_requeue, against
     classroom.redis_workers.FaultyWorkers on a real Redis: a stale result, a result for a chunk not
     in bounds that starts where a real one does (just before that chunk's result and again just after), a
-    worker that dies holding a lease, one that dies before writing it, a duplicate result and
-    a slow worker that is alive. The returns must be exact (float64 returns, int64 lengths), each
-    lost chunk handed out again, and the live one never. Then, on a chunk nobody takes, it must
-    give up with a TimeoutError after its timeout."""
+    worker that dies holding a lease, one that dies before writing it, a duplicate result, a
+    slow worker that is alive, and one that takes a chunk as the gather begins and writes its
+    lease late. The returns must be exact (float64 returns, int64 lengths), each lost chunk handed
+    out again (a job with "g", "a" and "b"), the live one and the one just taken never. Then, on a
+    chunk nobody takes, it must give up with a TimeoutError after its timeout."""
     from es.distributed.server import EmbeddedRedis
     from .redis_workers import FaultyWorkers
     lease = 1.0
@@ -733,6 +851,10 @@ def gather(fn, rng):
     given = workers.handed_out
     said = None if raised is None else str(raised) if type(raised).__name__ == "KernelError" \
         else f"{type(raised).__name__}: {raised}"
+    if workers.bad_jobs:
+        _fail(f"gather: pushed the job {workers.bad_jobs[0][:120]} onto es:jobs; section 4's workers read its \"g\" "
+              f"(this generation, {workers.generation}), \"a\" and \"b\" (without \"g\" they stop with KeyError "
+              "'g'): push json.dumps({\"g\": generation, \"a\": a, \"b\": b})")
     if said is not None and not said.startswith("TimeoutError"):
         _fail(f"gather: raised {said[:200]}; drop results of another generation, of chunks not in bounds, "
               "and second results of a chunk already in")
@@ -747,6 +869,12 @@ def gather(fn, rng):
         chunk = sorted(workers.queued_twice)[0]
         _fail(f"gather: chunk {chunk} was pushed again while a copy still waited in es:jobs; pass the queued "
               "chunks to chunks_to_requeue, and set a requeued chunk's queued_at to now")
+    first = workers.pushed_at_start()
+    if first:
+        _fail(f"gather: chunk {first[0]} was pushed to es:jobs again {first[1]:.2f} s after your gather began (its "
+              f"first BLPOP), before any chunk was queued lease_seconds ({lease:g} s) ago: a worker had just taken "
+              "it and not yet written its lease. Start queued_at at time.time() when gather is called (never "
+              "time.monotonic(), another clock: its times are not comparable with time.time()'s)")
     early = workers.pushed_early()
     if early:
         chunk = min(early, key=early.get)
@@ -919,8 +1047,8 @@ def seeds_only_update(fn, rng):
 @_register("noise_table", "extras", 2, "03_redis", "make_noise_table", "generation_offsets", "table_noise")
 def noise_table(make_noise_table, generation_offsets, table_noise, rng):
     """make_noise_table(seed, size) -> float32 (size,), exactly default_rng(seed).standard_normal(
-    size, dtype=np.float32); generation_offsets(seed, generation, pairs, size, dim) -> ints
-    (pairs,), exactly default_rng([seed, generation]).integers(0, size - dim + 1, pairs);
+    size, dtype=np.float32); generation_offsets(seed, generation, pairs, size, dim) -> an integer
+    array (pairs,), exactly default_rng([seed, generation]).integers(0, size - dim + 1, pairs);
     table_noise(table, offsets, member, dim) -> float32 (dim,), exactly sign * table[o:o + dim]
     with o = offsets[member // 2] and the sign +1 for an even member, -1 for an odd one, the table
     and the offsets left as they were."""
@@ -948,7 +1076,8 @@ def noise_table(make_noise_table, generation_offsets, table_noise, rng):
     table = rng.standard_normal(3 * dim).astype(np.float32)   # small: the offsets span it, up to its last value
     run, generation = int(rng.integers(2 ** 31)), int(rng.integers(1, 1000))
     offsets = answers("table_offsets", run, generation, pairs, len(table), dim)
-    got = np.asarray(_call(generation_offsets, run, generation, pairs, len(table), dim))
+    raw = _call(generation_offsets, run, generation, pairs, len(table), dim)
+    got = np.asarray(raw)
     if got.shape != (pairs,):
         _fail(f"generation_offsets: expected one offset per pair, shape ({pairs},), got {got.shape}")
     kind = got.dtype
@@ -962,8 +1091,9 @@ def noise_table(make_noise_table, generation_offsets, table_noise, rng):
                   "the same noise; draw from default_rng([seed, generation])")
         _fail("generation_offsets: not the offsets np.random.default_rng([seed, generation]).integers(0, size - dim + "
               "1, pairs) draws")
-    if kind.kind not in "iu":
-        _fail(f"generation_offsets: returned {kind}; the offsets are ints (slice bounds), what integers(...) draws")
+    if not isinstance(raw, np.ndarray) or kind.kind not in "iu":
+        _fail(f"generation_offsets: returned {kind if isinstance(raw, np.ndarray) else type(raw).__name__}; the "
+              "contract says an integer array: the offsets are ints (slice bounds), the array integers(...) draws")
     right = np.asarray(offsets["right"])
     for member in range(2 * pairs):
         got = np.asarray(_call_leaving(table_noise, ("table", "offsets"), table.copy(), right.copy(), member, dim))
@@ -1068,7 +1198,8 @@ FLOAT16 = ("batched_policy: its actions are those of logits computed in float16,
 @_register("batched_policy", "M4", 1, "04_pong")
 def batched_policy(fn, rng):
     """batched_policy(W (P, F, 3), b (P, 3), features (P, F)) -> actions (P,), member p with
-    W[p] and b[p], ties to the lowest index, with no Python loop over members."""
+    W[p] and b[p], ties to the lowest index, with no Python loop over members: the lines of the
+    student's own code run for 64 members do not exceed those for 8 by 56 (64 - 8) or more."""
     def draw(members):
         while True:       # inputs where the bias and each member's own weights change actions
             W, x = rng.standard_normal((members, features, 3)), rng.standard_normal((members, features))
@@ -1211,7 +1342,7 @@ def _as_saved(state):
 
 @_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)
 def pong_agent(run_dir, student_id, rng):
-    """The run in ``run_dir`` is ``student_id``'s own (``pong.replay.verify_run``: the course's
+    """The run in ``run_dir`` is ``student_id``'s own (the course repository's ``pong.replay.verify_run``: the course's
     settings with their seed; every center the course's update of the one before; sampled
     games played again with identical fitness), and its agent beats a random player by
     ``pong.student.beats_random`` on 20 full games on seeds it never saw."""
@@ -1235,25 +1366,40 @@ def pong_agent(run_dir, student_id, rng):
 
 def _pong_agent_here(run_dir, student_id):
     """A student release cannot replay a run (that needs the answer key): it checks that the run
-    is complete and trained for ``student_id``, and says what the grader will do."""
-    from pong.student import normalise_id, student_seed
+    is complete, trained for ``student_id``, and that training recorded an agent beating random
+    for its last checkpoint (``beats_random.json``, which the training cell writes when an agent
+    passes the rule twice); it fails otherwise, and says what the grader will do."""
+    from es.checkpoint import load_checkpoint
+    from pong.student import _recorded_verdict, normalise_id, student_seed
     run_dir = Path(run_dir)
     files = ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz")
     missing = [f for f in files if not (run_dir / f).is_file()]
     if missing:
         _fail(f"pong_agent: {run_dir} lacks {', '.join(missing)}: train first (the training cell writes them)")
-    seed = json.loads((run_dir / "config.json").read_text()).get("seed")
+    try:
+        seed = json.loads((run_dir / "config.json").read_text()).get("seed")
+    except (ValueError, AttributeError):
+        _fail(f"pong_agent: {run_dir}/config.json is not the training cell's; train (or delete {run_dir} and train)")
     if seed != student_seed(student_id):
         _fail(f"pong_agent: {run_dir} was trained as another student (seed {seed}), not {normalise_id(student_id)!r}")
-    passed = run_dir / "beats_random.json"
-    print(f"pong_agent: {run_dir} is complete and trained as {normalise_id(student_id)!r}"
-          + (" and its agent beat random on seeds 0..19" if passed.exists() else "; it has not beaten random yet")
-          + ". The grader replays the run and plays 20 games on seeds it never saw.")
+    try:
+        generation = int(load_checkpoint(run_dir / "checkpoint.npz")[1]["generation"])
+    except Exception as exc:       # es.checkpoint.ESError, or a header without its generation
+        _fail(f"pong_agent: {run_dir}/checkpoint.npz is not a checkpoint of the training cell ({exc}); train (or "
+              f"delete {run_dir} and train)")
+    verdict = _recorded_verdict(run_dir / "beats_random.json", generation)
+    if verdict is None or not verdict.beats_random:
+        _fail(f"pong_agent: {run_dir} is trained as {normalise_id(student_id)!r} ({generation} updates), but its "
+              f"agent has not beaten random yet: no {run_dir}/beats_random.json recording that this checkpoint "
+              "beats random (the training cell writes it when an agent passes the rule twice); train on "
+              "(re-running the training cell resumes the run)")
+    print(f"pong_agent: {run_dir} is complete and trained as {normalise_id(student_id)!r} ({generation} updates); its "
+          f"agent: {verdict}. The grader replays the run and plays 20 games on seeds it never saw.")
 
 
 # ---------------------------------------------------------------- not graded: how fast (04)
 # Checks a student runs that the grader does not grade (no points, no nbgrader grade cell): a
-# cell that only calls one of these is an ordinary locked cell (classroom.build.graded_check).
+# cell that only calls one of these is an ordinary locked cell (course repository: classroom.build.graded_check).
 UNGRADED = {"pong_speed"}
 SPEED_TARGET = 1.0      # the student's three functions may add at most this much to a game step (ALE's own = 1)
 
@@ -1351,7 +1497,8 @@ def pong_speed(downsample, stack_frames, batched_policy) -> dict:
 def snes_step(fn, rng):
     """Separable NES: the mean moves along sigma * sum_i w_i s_i, sigma is scaled by
     exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1)); both float64, new arrays (the arguments left as
-    they were)."""
+    they were); then, for mu in the hundreds and small utilities, the step mu' - mu within 1e-6 (float32 loses
+    it)."""
     dim, population = int(rng.integers(3, 9)), int(rng.integers(8, 20))
     mu, sigma = rng.standard_normal(dim), np.abs(rng.standard_normal(dim)) + 0.1
     s, w = rng.standard_normal((population, dim)), rng.standard_normal(population)
@@ -1371,6 +1518,18 @@ def snes_step(fn, rng):
         if _close(got_sigma, want["sigma_additive"]):
             _fail("snes_step: sigma must be updated multiplicatively (exp), or it can go negative")
         _fail("snes_step: the sigma update is off; sigma *= exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1))")
+    # float32 keeps about 7 digits of mu: with mu in the hundreds and steps near 0.01 it loses the step's 4th digit
+    far = rng.uniform(100, 1000, dim) * rng.choice([-1, 1], dim)
+    small = 0.01 * rng.standard_normal(population)
+    want = answers("snes_step", far, sigma, s, small, lr_mu, lr_sigma)
+    out = _call_leaving(fn, ("mu", "sigma", "s", "w"), far.copy(), sigma.copy(), s.copy(), small.copy(), lr_mu, lr_sigma)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        _fail("snes_step: return the pair (mu, sigma)")
+    got_mu = _array(out[0], (dim,), "snes_step")
+    if rel_error(got_mu - far, want["mu"] - far) > 1e-6:
+        _fail(f"snes_step: with mu in the hundreds and small utilities, the step mu' - mu is off by a relative error "
+              f"of {rel_error(got_mu - far, want['mu'] - far):.2g}, more than 1e-6: a computation in float32 keeps "
+              "about 7 digits of mu and loses the step's; compute in the inputs' float64 (no astype(np.float32))")
 
 
 @_register("virtual_batch_norm", "extras", 2, "05_extras")
@@ -1420,8 +1579,8 @@ def virtual_batch_norm(fn, rng):
 
 # ---------------------------------------------------------------- extras (06)
 def _stats_out(out, d, what):
-    if not isinstance(out, (tuple, list)) or len(out) != 3:
-        _fail(f"{what}: return the tuple (count, total, squares)")
+    if not isinstance(out, tuple) or len(out) != 3:
+        _fail(f"{what}: return the tuple (count, total, squares), got a {type(out).__name__}")
     count = np.asarray(out[0])
     if count.shape != () or not np.isfinite(count) or float(count) != int(count):
         _fail(f"{what}: the count must be a whole number, got {out[0]!r}")
@@ -1480,21 +1639,26 @@ def merge_stats(fn, rng):
 @_register("mean_std", "extras", 1, "06_locomotion")
 def mean_std(fn, rng):
     """mean_std(count, total, squares) -> (mean, std): mean = total / count, std =
-    sqrt(max(squares / count - mean**2, 1e-4)); (0, 1) for count 0. Relative error 1e-6, on
-    statistics with a constant state variable and one whose variance is 0.01 to 1 (where
+    sqrt(max(squares / count - mean**2, 1e-4)), float64; (0, 1) for count 0. Relative error 1e-6, on
+    statistics with a constant state variable (its variance rounded below 0) and one whose variance is 0.01 to 1 (where
     sqrt(var + 1e-4) is off by more than 1e-6), then on count 0; total and squares left as they were (the
     training loop merges into them afterwards)."""
     d, n = int(rng.integers(4, 12)), int(rng.integers(20, 500))
     x = rng.standard_normal((n, d)) * rng.uniform(0.05, 20, d) + rng.uniform(-3, 3, d)
     j, k = (int(i) for i in rng.choice(d, 2, replace=False))
-    x[:, j] = rng.uniform(-2, 2)                     # a state variable that never moves
     x[:, k] = rng.standard_normal(n) * rng.uniform(0.1, 1) + rng.uniform(-3, 3)   # a small variance, 0.01 to 1
-    total, squares = x.sum(axis=0), (x * x).sum(axis=0)
+    for _ in range(100):    # a state variable that never moves, its variance rounded below 0 (its sqrt: nan)
+        x[:, j] = rng.uniform(-2, 2)
+        total, squares = x.sum(axis=0), (x * x).sum(axis=0)
+        if squares[j] / n - (total[j] / n) ** 2 < 0:
+            break
     want = answers("mean_std", n, total, squares)
     out = _call_leaving(fn, ("count", "total", "squares"), n, total.copy(), squares.copy())
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         _fail("mean_std: return the pair (mean, std)")
     got_mean, got_std = (_array(v, (d,), "mean_std") for v in out)
+    _dtype(out[0], np.float64, "mean_std (the mean)")
+    _dtype(out[1], np.float64, "mean_std (the std)")
     if not _close(got_mean, want["mean"]):
         _fail("mean_std: the mean is off; mean = total / count")
     if not _close(got_std, want["std"]):
@@ -1510,7 +1674,11 @@ def mean_std(fn, rng):
         if np.all(np.isfinite(got_std)) and _close(got_std, want["std_floor"]):
             _fail(f"mean_std: state variable {j} never moves and got std {got_std[j]:.2g}: it floored the std at "
                   "1e-4; floor the variance at 1e-4 (std at least 0.01)")
-        if not np.isfinite(got_std[j]) or got_std[j] < 1e-3:
+        if not np.isfinite(got_std[j]):
+            _fail(f"mean_std: state variable {j} never moves and got std {got_std[j]}: rounding leaves its variance "
+                  f"squares / count - mean**2 at {squares[j] / n - (total[j] / n) ** 2:.1g}, below 0, and the square "
+                  "root of that is nan; floor the variance at 1e-4 before the square root: std = sqrt(max(var, 1e-4))")
+        if got_std[j] < 1e-3:
             _fail(f"mean_std: state variable {j} never moves and got std {got_std[j]:.2g} (dividing by it blows "
                   "up); floor the variance at 1e-4: std = sqrt(max(var, 1e-4))")
         _fail("mean_std: the std is off; std = sqrt(max(squares / count - mean**2, 1e-4))")

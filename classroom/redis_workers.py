@@ -1,6 +1,6 @@
 """Workers for notebook 03's ``gather``: the reference protocol cut to its core, on a real Redis.
 
-The course protocol (``es.distributed.protocol`` without run ids, nonces, digests and roles):
+The course protocol (the course repository's ``es.distributed.protocol`` without run ids, nonces, digests and roles):
 
 * ``es:jobs`` (list): one JSON job per chunk, ``{"g": generation, "a": first, "b": end}``;
   the chunk's name is ``"a:b"``.
@@ -20,10 +20,15 @@ that stores it overwrites real results, and one that matches a result to its chu
 first member alone takes it for the real one. A chunk handed out again is taken at once by
 an idle worker that writes its lease only ``LATE_LEASE`` leases after taking it (a real
 worker's moment between BLPOP and HSET, stretched): a master that keeps a requeued chunk's old
-queue time sees it lost again at once and pushes it over and over. Every member's true return
+queue time sees it lost again at once and pushes it over and over. And a moment after the master's
+first ``BLPOP`` of results, a fourth worker takes the stale chunk's job and writes its lease only
+``LATE_LEASE`` leases later: a master whose ``queued_at`` does not start at ``time.time()`` (another
+clock, or 0) sees it lost at once and pushes it again. A job without the fields section 4's
+workers read (``"g"``, this generation, ``"a"`` and ``"b"``) is recorded. Every member's true return
 is known, so the check compares exactly; it counts how often each chunk was handed out, and
 (``monitor_url``: a user allowed MONITOR) records the server's time of every push of a job,
-so that a chunk pushed again sooner than ``lease_seconds`` after its last push is seen.
+so that a chunk pushed again sooner than ``lease_seconds`` after its last push is seen, and the
+time of the master's first ``BLPOP`` of ``es:results``.
 """
 from __future__ import annotations
 
@@ -76,6 +81,9 @@ class FaultyWorkers:
         self._turn = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.errors: list[str] = []
+        self.bad_jobs: list[str] = []       # jobs pushed without "g" (this generation), "a" and "b"
+        self.gathering: float | None = None     # server time of the master's first BLPOP of es:results
+        self._gathering = threading.Event()
 
     def start(self) -> "FaultyWorkers":
         r = self.r
@@ -89,8 +97,8 @@ class FaultyWorkers:
             # not joined by stop(): it ends when the server stops, before the check reads ``pushes``
             threading.Thread(target=self._monitor, args=(ready,), daemon=True).start()
             ready.wait(5)
-        for _ in range(3):
-            t = threading.Thread(target=self._work, daemon=True)
+        for target in (self._work, self._work, self._work, self._early):
+            t = threading.Thread(target=target, daemon=True)
             t.start()
             self._threads.append(t)
         return self
@@ -117,8 +125,16 @@ class FaultyWorkers:
             raw = r.lindex(JOBS, 0)      # only workers pop, and they take turns: still the head below
             if raw is None:
                 return None
-            job = json.loads(raw)
-            a, b = int(job["a"]), int(job["b"])
+            try:
+                job = json.loads(raw)
+                a, b = int(job["a"]), int(job["b"])
+            except (ValueError, KeyError, TypeError):
+                job = None
+            if not isinstance(job, dict) or job.get("g") != self.generation:
+                self.bad_jobs.append(raw.decode(errors="replace"))     # section 4's workers cannot run it
+            if job is None or (a, b) not in self.bounds:
+                r.lpop(JOBS)                   # dropped; the check names it
+                return None
             chunk = name(a, b)
             self.handed_out[chunk] += 1
             k = self.bounds.index((a, b))
@@ -150,6 +166,9 @@ class FaultyWorkers:
                         return
                     text = cmd.get("command", "")
                     head = text.split(" ", 2)
+                    if self.gathering is None and len(head) >= 2 and head[0].upper() == "BLPOP" and head[1] == RESULTS:
+                        self.gathering = float(cmd["time"])
+                        self._gathering.set()
                     if len(head) == 3 and head[0].upper() == "RPUSH" and head[1] == JOBS:
                         for job in re.findall(r"\{[^{}]*\}", text):
                             try:
@@ -171,6 +190,37 @@ class FaultyWorkers:
             if len(gaps) and gaps.min() < 0.5 * self.lease:
                 out[chunk] = float(gaps.min())
         return out
+
+    def pushed_at_start(self) -> tuple[str, float] | None:
+        """(chunk, seconds) for the master's first push of a job, when it came less than half a lease
+        after its first BLPOP of es:results: before any chunk was queued lease_seconds ago."""
+        first = min(((t, chunk) for chunk, times in self.pushes.items() for t in times), default=None)
+        if self.gathering is not None and first is not None and first[0] - self.gathering < 0.5 * self.lease:
+            return first[1], first[0] - self.gathering
+        return None
+
+    def _early(self):
+        """A moment after the master's first BLPOP (or a lease after the start, without a monitor),
+        takes the stale chunk's job, writes its lease LATE_LEASE leases later, then answers."""
+        import redis
+        r = redis.Redis(connection_pool=self.r.connection_pool)
+        a, b = self.bounds[self.stale]
+        try:
+            self._gathering.wait(self.lease)
+            if self._stop.wait(0.05 * self.lease):
+                return
+            with self._turn:
+                if not r.lrem(JOBS, 1, json.dumps({"g": self.generation, "a": a, "b": b})):
+                    return                     # taken already
+                self.handed_out[name(a, b)] += 1
+                self.working[name(a, b)] = False
+            if self._stop.wait(LATE_LEASE * self.lease):
+                return
+            r.hset(LEASES, name(a, b), repr(time.time()))
+            self._answer(a, b)
+        except Exception as exc:   # the server went away at the end of the check
+            if not self._stop.is_set():
+                self.errors.append(f"{exc.__class__.__name__}: {exc}")
 
     def _work(self):
         import redis

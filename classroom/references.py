@@ -52,6 +52,54 @@ def adam_update(theta, grads, lr) -> dict:
             "epsilon_in_sqrt": adam(True, inside=True)}
 
 
+def _cartpole_run(seed, generations=60, population=256, sigma=0.2, lr=0.3, mistake=None):
+    """Notebook 01's training loop, its five steps in their order and float operations (SGD,
+    z-scores), or with one named ``mistake``: ``(returned center, log, the center each log value
+    was measured on)``."""
+    from es.envs.cartpole import run_cartpole_batch
+    policy = MLPPolicy(4, 2, hidden=())
+    rng = np.random.default_rng(seed)
+    center, log, centers = np.zeros(policy.num_params), [], []
+    fixed = rng.integers(0, 2 ** 31, 128) if mistake == "fixed_starts" else None
+    for g in range(generations):
+        if mistake == "noise_first":
+            half = rng.standard_normal((population // 2, policy.num_params))
+        starts = fixed if fixed is not None else rng.integers(0, 2 ** 31, 128)
+        scores, _ = run_cartpole_batch(policy, np.asarray(center, np.float32)[None], np.zeros(len(starts), int), starts)
+        log.append(scores.mean())
+        centers.append(center)
+        if scores.min() >= 500 or (mistake == "stop_475" and scores.mean() >= 475):
+            break
+        if mistake != "noise_first":
+            half = rng.standard_normal((population // 2, policy.num_params))
+        noise = np.empty((population, policy.num_params))
+        noise[0::2], noise[1::2] = half, -half
+        members = np.asarray(center + sigma * noise, dtype=np.float32)
+        start = int(starts[g if mistake == "starts_g" else 0])
+        returns, _ = run_cartpole_batch(policy, members, np.arange(population), np.full(population, start))
+        weights = (returns - returns.mean()) / (returns.std() + 1e-8)
+        grad = noise.T @ weights / (population * (1.0 if mistake == "no_sigma" else sigma))
+        center = center - lr * grad if mistake == "descends" else center + lr * grad
+    return center, np.array(log), np.array(centers)
+
+
+def train_cartpole(seed, generations, population, sigma, lr) -> dict:
+    """Notebook 01's five steps from ``seed``: the center they return (``right``), their log,
+    and the center each log value was measured on (``centers``)."""
+    right, log, centers = _cartpole_run(seed, generations, population, sigma, lr)
+    return {"right": right, "log": log, "centers": centers}
+
+
+CARTPOLE_MISTAKES = ("noise_first", "fixed_starts", "starts_g", "no_sigma", "descends", "stop_475")
+
+
+def train_cartpole_steps(seed, generations) -> dict:
+    """The center after a few generations on the defaults: the five steps' (``right``), and the
+    center each mistake ``classroom.check.train_cartpole`` names gives."""
+    return {m: _cartpole_run(seed, generations, mistake=None if m == "right" else m)[0]
+            for m in ("right", *CARTPOLE_MISTAKES)}
+
+
 def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> dict:
     return {"right": sorted(master_requeue(queued_at, set(in_queue), leases, now, lease_seconds))}
 
@@ -313,6 +361,8 @@ SOLUTIONS = {
     "centered_ranks": [lambda x: centered_ranks(x)["right"]],
     "es_gradient": [lambda noise, w, sigma: es_gradient(noise, w, sigma)["right"]],
     "adam_update": [_adam_step],
+    "train_cartpole": [lambda seed, generations=60, population=256, sigma=0.2, lr=0.3:
+                       _cartpole_run(seed, generations, population, sigma, lr)[0]],
     "result_codec": [result_payload, decode_payload],
     "chunks_to_requeue": [lambda q, i, leases, now, lease: set(chunks_to_requeue(q, sorted(i), leases, now, lease)["right"])],
     "downsample": [downsample_batch],

@@ -209,12 +209,31 @@ def _folder_path():
 
 def _documents(target: Path):
     """(name, text, folder, is_code) of every text a student reads in the release: each
-    notebook's cells and every Markdown document."""
+    notebook's cells, every Markdown document, and the docstrings and comments of the support
+    code (one that says it names files of the "course repository" is exempt: the support code is
+    the repository's, byte for byte)."""
     for nb in sorted(target.glob("*.ipynb")):
         for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
             yield f"{nb.name} cell {i}", "".join(cell["source"]), target, cell["cell_type"] == "code"
     for doc in sorted(target.rglob("*.md")):
         yield str(doc.relative_to(target)), doc.read_text(), doc.parent, False
+    for py in sorted(target.rglob("*.py")):
+        prose = [text for text in _prose(py.read_text()) if REPOSITORY_ONLY not in " ".join(text.split())]
+        yield str(py.relative_to(target)), "\n".join(prose), py.parent, False
+
+
+REPOSITORY_ONLY = "course repository"
+
+
+def _prose(source: str) -> list[str]:
+    """A Python file's docstrings and comments (one block per docstring, one per comment)."""
+    import io
+    import tokenize
+    blocks = [ast.get_docstring(node, clean=False) for node in ast.walk(ast.parse(source))
+              if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    blocks += [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+               if tok.type == tokenize.COMMENT]
+    return [b for b in blocks if b]
 
 
 def _anchors(path: Path) -> set[str]:

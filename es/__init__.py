@@ -2,8 +2,9 @@
 
 Reading order follows the course: ``seeding`` and ``noise`` (perturbations from seeds) ->
 ``shaping`` -> ``optimizers`` -> ``strategy`` (ask/tell OpenES) -> ``policies`` -> ``envs``
-(problems) -> ``evaluators`` / ``parallel`` / ``distributed`` -> ``train``. The layers and
-the flow of one generation: docs/design.md.
+(problems) -> ``evaluators`` / ``parallel`` / ``distributed`` -> ``train`` (a student release
+holds a few of them; the course repository holds all, and docs/design.md, which maps the layers
+and the flow of one generation).
 
 The names below load on first use (PEP 562), so ``import es`` is cheap and importing one
 module (``es.envs.cartpole``) does not pull in the rest.
@@ -20,7 +21,7 @@ __all__ = list(_EXPORTS)
 
 
 def version() -> str:
-    """es-course's version as installed (pyproject.toml is its one source)."""
+    """es-course's version as installed (the course repository's pyproject.toml is its one source)."""
     try:
         return _installed("es-course")
     except PackageNotFoundError:      # a checkout that was never installed, or a student release

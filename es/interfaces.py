@@ -30,9 +30,9 @@ class Problem(Protocol):
     rebuilds the problem (``es.envs.make_problem``)."""
     chunks_per_worker = 3             # 1: a generation is one array computation, cut into one chunk per
                                       # worker (CartPole's batch); else chunks shrink towards the end of a
-                                      # generation (es.parallel.guided_bounds), so workers finish together
+                                      # generation (course repository: es.parallel.guided_bounds), so workers finish together
     episode_cap: int | None = None    # most env steps one episode can take (None: no bound known)
-    obs_dim: int = 0                  # > 0: the policy sees normalized observations (es.obs_norm):
+    obs_dim: int = 0                  # > 0: the policy sees normalized observations (course repository: es.obs_norm):
                                       # run_episodes(..., obs_norm=(2, obs_dim) mean and std) also returns
                                       # each episode's state sums and squares, and play() uses ``obs_norm``
     obs_norm: np.ndarray | None = None   # the frozen (mean, std) that play() uses, where obs_dim > 0
@@ -66,7 +66,8 @@ class Evaluator(Protocol):
     untrusted: bool = False   # every evaluator declares it (subclassing gives the default)
 
     def evaluate(self, task, seeds, center_seeds):
-        """``task``: an ``es.strategy.GenerationTask``; returns an ``es.evaluators.GenerationResult``."""
+        """``task``: an ``es.strategy.GenerationTask``; returns an ``es.evaluators.GenerationResult`` (both in
+        the course repository)."""
 
     def warm_up(self, population: int, episodes: int, center_episodes: int) -> None:
         """Start the workers and build the problem in each before the first generation is timed

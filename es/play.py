@@ -43,7 +43,7 @@ def load_agent(path):
     if problem.num_params != center.size:
         raise ESError(f"checkpoint {path} has {center.size} parameters but its policy needs {problem.num_params}")
     if problem.obs_dim:      # the policy sees observations normalized by the run's statistics
-        try:       # imported here: a student release has no es.obs_norm (it holds notebook 06's answers)
+        try:       # imported here: es.obs_norm is the course repository's (it holds notebook 06's answers)
             from .obs_norm import ObsStats, mean_std
         except ImportError:
             raise ESError(f"checkpoint {path} normalizes observations, and es.obs_norm is missing") from None

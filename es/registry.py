@@ -1,8 +1,8 @@
 """One registry: environments, problem kinds, policy types and commands, by name.
 
 The core registers its own (``es.envs``) exactly as plug-ins register theirs (``es.plugins``
-entry points, ``$ES_PLUGINS``), and never imports a plug-in by name. How to write one:
-docs/design.md#plug-ins.
+entry points, ``$ES_PLUGINS``), and never imports a plug-in by name. How to write one: the
+course repository's docs/design.md#plug-ins.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class EnvEntry:
     make_problem: Callable            # (ESConfig, one_thread: bool) -> problem
     defaults: dict = field(default_factory=dict)   # ESConfig settings for this environment
     aliases: tuple = ()
-    title: str = ""                   # one line for `python -m es train --help`
+    title: str = ""                   # one line for the course repository's `python -m es train --help`
     check_config: Callable | None = None   # (ESConfig) -> None, raises ESError
     flags: tuple = ()                 # EnvFlag rows: this environment's own train flags
 
@@ -74,7 +74,7 @@ def register_policy(type_name: str, factory) -> None:
 
 
 def register_command(name: str, *, help: str, run) -> None:
-    """A ``python -m es NAME ...`` command of a plug-in (the course registers notebooks, release
+    """A ``python -m es NAME ...`` command of a plug-in (in the course repository; it registers notebooks, release
     and grade): ``run(argv)`` gets the arguments after NAME and returns the exit status."""
     _COMMANDS[name] = Command(name, help, run)
 

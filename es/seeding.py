@@ -2,6 +2,7 @@
 
 A stream is ``rng_for(seed, TAG, *key)``: NumPy's ``SeedSequence(seed, spawn_key=(TAG,
 *key))``, never the global ``np.random`` state, so any process on any machine rebuilds it.
+(The table names modules of the course repository; a student release holds only some.)
 
 ===========  ===  ==========================  ===========================================
 tag          id   key                         what it draws (where)

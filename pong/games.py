@@ -3,7 +3,7 @@
 Training, the grader's replay and evaluation all play these games. The episode with seed
 ``s`` is the game that ``gym.make("ALE/Pong-v5").reset(seed=s)`` starts, frame for frame:
 frameskip 4, sticky actions with p = 0.25 drawn by ALE itself on every emulator frame, the
-same RNG, the same screens (``tests/pong/test_games.py`` plays both side by side).
+same RNG, the same screens (the course repository's ``tests/pong/test_games.py`` plays both side by side).
 
 Why not call ``reset(seed=s)``: ALE seeds a game by reloading the ROM (85 ms on the 2-core
 machine, as long as ~250 agent steps). What a seed changes is one thing: ALE's environment
@@ -20,7 +20,7 @@ Episodes are stepped in one thread: ale-py's ``act`` holds the GIL, and a plain 
 per thread, and it cannot restore states). Worker processes give the other cores.
 
 The preprocessing is passed in (``downsample`` and ``stack``, each batched over games):
-``pong.env`` has the course's reference; a student's release plays with the student's own
+the course repository's ``pong.env`` has the course's reference; a student's release plays with the student's own
 (notebook 04), which must be exact for their run to replay in the grader.
 """
 from __future__ import annotations

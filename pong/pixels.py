@@ -1,5 +1,5 @@
 """What every Pong policy starts from: the observation's shape, Pong's static picture
-(``background.npy``: field, walls, 0:0 score; made by ``scripts/make_pong_background.py``)
+(``background.npy``: field, walls, 0:0 score; made by the course repository's ``scripts/make_pong_background.py``)
 and the number of actions. A module of its own so that the policy modules can share it
 without importing each other."""
 from __future__ import annotations

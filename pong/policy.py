@@ -3,7 +3,7 @@
 All take uint8 observations ``(rows, 4, 42, 42)`` (as ``AtariVectorEnv`` gives them; multiply
 ``make_pong``'s floats by 255) and return an index into ``PONG_ACTIONS`` (NOOP, UP, DOWN).
 All subtract Pong's static picture first (``background.npy``: field, walls, 0:0 score; made
-by ``scripts/make_pong_background.py``), so that only the ball, the paddles and score changes
+by the course repository's ``scripts/make_pong_background.py``), so that only the ball, the paddles and score changes
 send signal: with raw pixels, parameter noise on the ~7000 constant pixels swamps the few
 that matter, and every member ends up repeating one action.
 

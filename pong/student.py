@@ -14,15 +14,15 @@ seeds, games in two worker processes, a record that lets the grader replay the r
 ``checkpoint.npz`` (the center and the state of ``es_step``, to resume). Two clocks, summed
 over every session that trained the run: ``train_seconds`` (the generations alone) and
 ``wall_seconds`` (what the student waited: the generations, the evaluations by the rule and
-starting the worker processes; ``run_minutes`` reads both). ``pong.replay``
-checks it: the identity, each center against the course's update of the one before, and a
+starting the worker processes; ``run_minutes`` reads both). The grader's ``pong.replay``
+(in the course repository) checks it: the identity, each center against the course's update of the one before, and a
 few recorded games played again.
 
 **Fitness** is the score of a whole game (capped at ``GAME_CAP`` agent steps; points won minus
 points lost), plus 1e-5 per step the game lasted, never enough to pass a point: at first every
 member loses 21:0, and the one that kept the ball in play longest is the one to follow.
 
-**The evaluation rule** (notebook 04, the grader, ``benchmarks/pong_student.py``): 20 full
+**The evaluation rule** (notebook 04, the grader, the course repository's ``benchmarks/pong_student.py``): 20 full
 games of ``ALE/Pong-v5`` with the agent and 20 with a uniformly random player on the same
 seeds; the agent beats random when the 95% t-interval of its mean (``es.play.mean_ci95``,
 the interval ``python -m es eval`` prints) lies entirely above the random player's.

@@ -111,7 +111,9 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"   # the autograder and CI set it
 #   2.0 (rank 1), and the two 3.0 occupy ranks 2 and 3, so each gets 2.5. Ranks `[2.5, 0, 2.5,
 #   1]`, divided by `n - 1 = 3`, minus 0.5: **`[0.3333, -0.5, 0.3333, -0.1667]`** (sum 0).
 # * **The check:** relative error at most 1e-6 against the right weights, on distinct returns
-#   with one huge outlier, then on returns with many ties; the dtype; `returns` left as it was.
+#   with one huge outlier and a few less than $10^{-3}$ apart (rank them as they are: no
+#   rounding), then on returns with many ties (a tie spans as many ranks as it has returns,
+#   not one); the dtype; `returns` left as it was.
 #
 # <details><summary>Hint: from returns to ranks</summary>
 #

@@ -114,25 +114,33 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 # * **Returns:** a float64 array of shape `(dim,)`, standard normal, a pure function of `(seed,
 #   generation, member)`: the same in every call and in every process, and different for any
 #   other triple.
-# * **How:** build a generator from the three integers and draw `dim` standard normals.
-#   `np.random.default_rng` passes a *list* of non-negative integers to `SeedSequence`, which
-#   mixes every integer of it (their docstrings). Never touch the global `np.random` state
+# * **How:** build a generator from the list `[seed, generation, member]` and draw `dim`
+#   standard normals. `np.random.default_rng` passes a *list* of non-negative integers to
+#   `SeedSequence`, which mixes every integer of it (their docstrings); each integer below
+#   $2^{32}$ is one entry of that list, so two different triples are two different inputs: the
+#   list is what keeps every triple's stream apart. Never touch the global `np.random` state
 #   (neither seed it nor draw from it).
 # * **Mirroring is not yours:** `evaluate_members` (section 3) asks `member_noise` for *pair*
 #   `k = m // 2` and negates that noise for an odd member `m` (notebook 01's mirrored pairs).
 #   Your function gives one stream per integer `member`, never negated.
-# * **The corner:** one integer made from the three can collide. A sum gives
-#   `(0, 1, 2)` and `(0, 2, 1)` the same noise; `seed * generation + member` gives every
-#   generation the same noise when `seed == 0`; digits run together,
-#   `int(f"{seed}{generation}{member}")`, make `(0, 1, 23)` and `(0, 12, 3)` one member. A
-#   list keeps them apart.
+# * **The corner:** one integer made from the three can collide. A sum gives `(0, 1, 2)` and
+#   `(0, 2, 1)` the same noise; `seed * generation + member` gives every generation the same
+#   noise when `seed == 0`; digits run together, `int(f"{seed}{generation}{member}")`, make
+#   `(0, 1, 23)` and `(0, 12, 3)` one member; weights, `1000003 * seed + 1009 * generation +
+#   member`, make `(0, 1, 0)` and `(0, 0, 1009)` one; zero-padded digits,
+#   `int(f"{seed}{generation:04d}{member:06d}")`, make `(0, 1, 0)` and `(0, 0, 1000000)` one (a
+#   member of 7 digits runs past its padding).
 # * **The check:** the shape and the dtype; a long draw's mean near $0$, standard deviation
 #   near $1$, and shares of draws within $0.5$ of $0$ and beyond $\pm 2$ near a normal's; a
-#   triple twice, in this process and in another; neighbouring triples that a sum,
-#   `w * generation + member` ($w$ a power of $10$ or of $2$ below $2^{32}$), a product or
-#   run-together digits would confuse (`seed == 0` and `generation == 0` among them) and
-#   members `2k` and `2k + 1`, none equal to another nor to its negation; the global state
-#   neither used nor changed.
+#   triple twice, in this process and in another; the global state neither used nor changed.
+#   Then triples that these mixes confuse, none equal to another nor to its negation: a sum, a
+#   product (`seed == 0` and `generation == 0` among them), digits run together;
+#   `(seed, generation, member + w)` against `(seed, generation + 1, member)` and
+#   `(seed + 1, generation, member)` ($w$ times the generation or the seed, plus the member) for
+#   $w$ a power of $10$ or of $2$ below $2^{32}$ or one of the primes in `check.PRIME_WEIGHTS`
+#   ($31$ to $2^{31} - 1$); digits zero-padded to $k$ places, $k = 1, \dots, 9$, with a member
+#   or a generation of $k + 1$ digits; members `2k` and `2k + 1`. A mix it does not try may
+#   still collide: only the list is sure.
 
 # %%
 def member_noise(seed, generation, member, dim):

@@ -88,8 +88,10 @@ with EmbeddedRedis() as server:
 # * **Returns:** `bytes` (a `bytearray` passes too). The course's layout, little-endian: a
 #   12-byte header of three uint32 (`generation`, `first`, `count`), then the `count` returns
 #   as float64, then the `count` lengths as uint32 (`struct.pack` for the header,
-#   `ndarray.tobytes()` for the arrays): 12 bytes per member plus the header. Float64: float32
-#   would lose bits, and the run would no longer be bit-identical to one process.
+#   `ndarray.tobytes()` for the arrays): 12 bytes per member plus the header. Float64: this
+#   notebook's CartPole returns are whole numbers, but other tasks' returns are not (the check's
+#   are random floats), and float32 would round them: the run would no longer be bit-identical
+#   to one process.
 #
 # **`decode_result(payload)`** gives back a dict with the keys `"generation"` and `"first"`
 # (integers), `"returns"` (a float64 array `(count,)`) and `"lengths"` (an integer array
@@ -135,7 +137,8 @@ check.result_codec(encode_result, decode_result)
 #   `queued_at`, a dict chunk -> when the master last pushed it onto `es:jobs`, one entry per
 #   chunk whose result is not in yet; `in_queue`, a set of the chunks still waiting in
 #   `es:jobs`; `leases`, a dict chunk -> the last heartbeat of the worker that took it (a chunk
-#   nobody leased is absent); `now`, the current time; `lease_seconds`, a float.
+#   nobody leased is absent; a chunk whose result is in may still have one); `now`, the current
+#   time; `lease_seconds`, a float.
 # * **Returns:** a `set` of chunk names to push again, a subset of `queued_at`'s keys.
 # * **The rule:** requeue a chunk when all three hold: it is **not in `in_queue`** (a copy still
 #   waits: pushing another makes duplicates); it was **queued at least `lease_seconds` ago**
@@ -155,11 +158,13 @@ check.result_codec(encode_result, decode_result)
 # | `"24:32"` | 100.0 | no | 103.2 | **yes**: lease 1.8 s old, its worker is dead |
 # | `"32:40"` | 100.0 | no | none | **yes**: taken long ago and never leased, its worker died first |
 # | `"40:48"` | 104.0 | no | 104.0 | **yes**: exactly 1.0 s on both counts, at least `lease_seconds` |
+# | `"48:56"` | 104.9 | no | 103.5 | no: queued again 0.1 s ago; the lease 1.5 s old is its dead worker's, the new taker may not have written its own yet |
 #
 #   so the answer is `{"24:32", "32:40", "40:48"}`.
-# * **The check:** a chunk of each kind in the table, the last row's boundary once on each
-#   count (queued exactly `lease_seconds` ago and never leased; a lease exactly `lease_seconds`
-#   old); the answer must be a `set`.
+# * **The check:** a chunk of each kind in the table, the boundary row once on each count
+#   (queued exactly `lease_seconds` ago and never leased; a lease exactly `lease_seconds` old),
+#   and an old lease of a chunk not in `queued_at`; the answer must be a `set` of `queued_at`'s
+#   keys.
 
 # %%
 def chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds):
@@ -211,7 +216,10 @@ check.chunks_to_requeue(chunks_to_requeue)
 #   result of the previous generation is waiting; one worker dies holding a lease, one before
 #   writing it; one chunk's result arrives twice with different numbers; one worker is slow but
 #   alive; just before one chunk's result, and again just after, comes a result for an
-#   overlapping chunk not in `bounds` that starts at the same member. Then it calls your
+#   overlapping chunk not in `bounds` that starts at the same member; one worker takes a chunk
+#   as your `gather` begins and writes its lease late (a `queued_at` that does not start at
+#   `time.time()` hands it out again at once). Every job you push must carry `"g"`, `"a"` and
+#   `"b"`: section 4's workers read all three. Then it calls your
 #   `gather` with a short `timeout` on a chunk nobody takes: it must raise `TimeoutError`. It
 #   takes a few seconds (it waits out leases). Its workers push what your `encode_result`
 #   encodes (without one it fails: "define encode_result first"), and your `gather` calls your
@@ -431,9 +439,10 @@ check.seeds_only_update(update_from_returns)
 # Section 4's run again, without `es:task`: three worker processes
 # (`CHUNKS = [(0, 96), (96, 160), (160, 256)]`), each with its own copy of the center (zero at
 # first), updated with your `update_from_returns`; the master only forwards returns through a
-# pipe per worker. **Expected output:** `5 generations, 3 worker processes; returns sent:
-# 40,960 bytes in all (8,192 per generation), no parameter after generation 0` and `every
-# worker's center identical to section 4's: True` (Linux and macOS: the workers are forked).
+# pipe per worker: no parameter ever travels (each worker builds its own zero center).
+# **Expected output:** `5 generations, 3 worker processes; returns sent: 40,960 bytes in all
+# (8,192 per generation), parameters sent: none` and `every worker's center identical to
+# section 4's: True` (Linux and macOS: the workers are forked).
 # Without section 5's `update_from_returns` the cell says so and stops.
 
 # %%
@@ -479,7 +488,7 @@ elif "fork" in mp.get_all_start_methods():
     for p in procs:
         p.join()
     print(f"{UPDATES} generations, {len(CHUNKS)} worker processes; returns sent: {sent:,} bytes in all "
-          f"({sent // max(UPDATES, 1):,} per generation), no parameter after generation 0")
+          f"({sent // max(UPDATES, 1):,} per generation), parameters sent: none")
     print("every worker's center identical to section 4's:", all(np.array_equal(c, center) for c in copies))
 else:      # Windows: no fork
     print("this system cannot fork processes (Windows): run this section in WSL2")
@@ -534,19 +543,21 @@ for params in (POLICY.num_params, 1_000_000):
 # Each worker of section 6 draws every member's noise every generation. OpenAI's starter code
 # (linked in notebook 00) builds one large table of Gaussian noise per machine instead, from a
 # fixed seed, so that every machine holds the same table; a perturbation is then `dim`
-# consecutive values of it from an offset (`SharedNoiseTable`, lines 50-63 of its
-# `951f199:es_distributed/es.py`). Its workers draw the offsets from an unseeded
-# `np.random.RandomState()` (line 319) and send them back with their returns (`noise_inds_n`,
-# line 373). The course draws them from (run seed, generation): every machine computes every
-# pair's offset itself, so nothing but returns travel, and a run is repeatable from its seed.
+# consecutive values of it from an offset (`SharedNoiseTable`, lines 50-66 of its
+# `951f199:es_distributed/es.py`: the table, `get` and `sample_index`). Its workers draw the
+# offsets from an unseeded `np.random.RandomState()` (line 319; `noise.sample_index(rs, ...)`,
+# line 355) and send them back with their returns (`noise_inds_n`, line 373). The course draws
+# them from (run seed, generation): every machine computes every pair's offset itself, so
+# nothing but returns travel, and a run is repeatable from its seed.
 #
 # **`make_noise_table(seed, size)`**
 # * **Returns:** float32 `(size,)`: `np.random.default_rng(seed).standard_normal(size,
 #   dtype=np.float32)`'s values (float64 draws cast to float32 are other numbers).
 #
 # **`generation_offsets(seed, generation, pairs, size, dim)`**
-# * **Returns:** int `(pairs,)`, where each pair's slice starts in a table of `size` values:
-#   `np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)`'s values.
+# * **Returns:** an integer NumPy array `(pairs,)` (a list fails), where each pair's slice
+#   starts in a table of `size` values: the array
+#   `np.random.default_rng([seed, generation]).integers(0, size - dim + 1, pairs)` returns.
 # * **The corners:** the upper bound `size - dim + 1` is exclusive, so the last possible
 #   offset, `size - dim`, ends exactly at the table's end and no slice runs past it; the
 #   generation is part of the key, or every generation plays the same noise.
@@ -560,7 +571,8 @@ for params in (POLICY.num_params, 1_000_000):
 #   both pass; the table must stay as it was (negating a view in place writes into it).
 #
 # * **The check:** your table against the right one for the check's seed and size (bit for
-#   bit); your offsets (ints) for a small table (`3 * dim` values, so that they span it to its
+#   bit); your offsets (an integer array) for a small table (`3 * dim` values, so that they
+#   span it to its
 #   last value); then every member of that generation, each exactly the right slice with the
 #   right sign, float32, the table unchanged.
 

@@ -63,7 +63,9 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # part of a column at each edge, each weighed by the part it covers.
 #
 # **Exactly:** measure the parts in 42ths of a column. Output column `j` covers `[160 j,
-# 160 (j + 1))` in 42ths and input column `c` is `[42 c, 42 (c + 1))`: the overlap is an integer
+# 160 (j + 1))` in 42ths and input column `c` is `[42 c, 42 (c + 1))`: the weight of input
+# column `c` in output column `j` is their overlap,
+# `max(0, min(160 * (j + 1), 42 * (c + 1)) - max(160 * j, 42 * c))`; the overlap is an integer
 # from 0 to 42, and each output column's weights sum to 160. Sum the 5 rows as integers: every
 # output is then `N / 800` for an integer `N` (5 rows x 160), computed exactly and rounded
 # once. Exact halves are common on real frames (0.6 per frame on average in random play);
@@ -190,12 +192,14 @@ plt.show()
 # * **Returns:** integer actions `(P,)`: for member `p`, the argmax of its 3 logits
 #   `features[p] @ W[p] + b[p]` (0 NOOP, 1 UP, 2 DOWN; ties go to the lowest index, as
 #   `np.argmax` does). The check fails float actions: the games look actions up by index.
-# * **Batched:** one operation for all members (`np.einsum`, or a batched `@` with the right
-#   shapes), no Python loop over `p`: training calls it on every step of every game.
+# * **Batched:** no Python loop over `p` (training calls it on every step of every game); one
+#   `np.einsum`, or a batched `@` with the right shapes, does all members at once.
 # * **The check:** exact actions for 20 to 39 members, on inputs where ignoring `b` or using
 #   member 0's weights for everyone changes many actions, then on float32 inputs where logits
-#   tie or lie 1/64 apart (float16 cannot tell them apart); then it counts the lines your
-#   function runs for 8 and 64 members (a loop over members runs more lines for 64).
+#   tie or lie 1/64 apart (float16 cannot tell them apart); then it counts the lines of your
+#   own code that run for 8 and for 64 members, and fails when they grow by a line per member
+#   or more (a Python loop over members); a loop inside NumPy or a builtin
+#   (`map(np.dot, ...)`) runs no line of yours.
 
 # %%
 def batched_policy(W, b, features):
@@ -230,7 +234,7 @@ check.batched_policy(batched_policy)
 # 1. **Centered ranks** of the fitness (0 for the worst ... `population - 1` for the best, tied
 #    values sharing the mean of their ranks, divided by `population - 1`, minus 0.5): one long
 #    rally must not outweigh everything else, and two members that played the same game tie.
-#    Example: fitness `[-21, -20, -21, -19]` gives ranks `[0.5, 2, 0.5, 3]` and weights
+#    This is notebook 00's `centered_ranks`: paste yours in. Example: fitness `[-21, -20, -21, -19]` gives ranks `[0.5, 2, 0.5, 3]` and weights
 #    `[-0.3333, 0.1667, -0.3333, 0.5]`.
 # 2. **The gradient**: `g = noise.T @ weights / (population * sigma) - weight_decay * center`
 #    (the decay pulls the parameters towards zero).
@@ -285,7 +289,7 @@ check.es_step(es_step)
 # **Expected output:** `OK pong_speed (not graded)`.
 
 # %%
-check.pong_speed(downsample, stack_frames, batched_policy)
+check.pong_speed(downsample, stack_frames, batched_policy);   # the ";" hides the timings it returns
 
 # %% [markdown]
 # ## 5. Your own agent
@@ -301,9 +305,9 @@ check.pong_speed(downsample, stack_frames, batched_policy)
 #   generation's game seed.
 # * **Sigma 0.05**: far enough that members play differently, close enough that a member's
 #   score still speaks for the center: with the center this notebook's own run (`reference`)
-#   ended on, after 30 updates, a member of its next generation picks another action than the
-#   center on 18% of the first 900 steps of game seed 0 (the median of its 64 members); at sigma
-#   0.02 on 7%, at 0.1 on 33%.
+#   ended on, after 30 updates, a member of its next generation, shown the observations of the
+#   center's own first 900 steps of game seed 0, picks another action than the center on 18% of
+#   them (the median of its 64 members); at sigma 0.02 on 7%, at 0.1 on 33%.
 # * **Adam, step 0.01**: Adam moves each weight by about `lr` per update whatever the
 #   gradient's size, so a step is a fifth of sigma: the new center stays inside the cloud the
 #   population just sampled. OpenAI's starter code (linked in notebook 00) uses Adam with the

@@ -52,8 +52,8 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 #
 # **Many workers, one set of statistics.** Workers do not send the states back (1,000 a member):
 # each member reports its states' **count**, **sum** and **sum of squares** (vectors of 17
-# floats), and the master adds them up. Sums and counts add exactly; means and standard
-# deviations do not (the mean of two workers' means is wrong when they saw different numbers
+# floats), and the master adds them up. Sums and counts can be added; means and standard
+# deviations cannot (the mean of two workers' means is wrong when they saw different numbers
 # of states).
 #
 # **Frozen within a generation.** Every member of generation `g` normalizes with the
@@ -92,16 +92,17 @@ check.merge_stats(merge_stats)
 # * **Inputs:** one `(count, total, squares)` as `merge_stats` returns it, unpacked. The loop
 #   merges into `total` and `squares` afterwards: leave them as they are (`total / count`, not
 #   `total /= count`).
-# * **Returns:** the pair `(mean, std)`, each `(obs_dim,)`: `mean = total / count`,
+# * **Returns:** the pair `(mean, std)`, each float64 `(obs_dim,)`: `mean = total / count`,
 #   `var = squares / count - mean ** 2` (the population variance: divide by `count`, not
 #   `count - 1`), and `std = sqrt(max(var, 1e-4))`: a state variable that never moves has no
-#   variance, and dividing by it would blow up.
+#   variance, and dividing by it would blow up (rounding can even leave its `var` a little below
+#   zero, where `sqrt` gives `nan`: floor before the square root).
 # * **Before any state (`count == 0`):** `mean` all zeros and `std` all ones (the first
 #   generation sees the raw observations).
 # * **Example:** `(3, np.array([3., 6.]), np.array([5., 14.]))`: `mean = [1, 2]`,
 #   `var = [5/3 - 1, 14/3 - 4] = [0.6667, 0.6667]`, `std = [0.8165, 0.8165]`.
-# * **The check:** relative error at most 1e-6, on statistics with a constant state variable
-#   and one of small variance (where `sqrt(var + 1e-4)` is off), and on `count == 0`; and
+# * **The check:** relative error at most 1e-6 and float64, on statistics with a constant
+#   state variable (its `var` rounded below zero) and one of small variance (where `sqrt(var + 1e-4)` is off), and on `count == 0`; and
 #   `total` and `squares` left as they were.
 
 # %%
@@ -132,7 +133,7 @@ check.mean_std(mean_std)
 # * **Inputs:** `params`, float32 `(k, obs_dim * act_dim + act_dim)`, one member per row;
 #   `obs`, float64 `(k, obs_dim)`, the raw observations; `mean`, `std`, float64 `(obs_dim,)`,
 #   the frozen statistics of `mean_std`; `low`, `high`, float32 `(act_dim,)`, the action range.
-# * **Returns:** the actions, `(k, act_dim)`, row `k`:
+# * **Returns:** the actions, float32 or float64 `(k, act_dim)`, row `k`:
 #
 # $$x_k = \text{clip}\Big(\frac{\text{obs}_k - \text{mean}}{\text{std}}, -5, 5\Big), \qquad
 #   a_k = \text{low} + \frac{\tanh(x_k W_k + b_k) + 1}{2}\,(\text{high} - \text{low})$$
@@ -141,13 +142,12 @@ check.mean_std(mean_std)
 #   action in range, for any parameters.
 # * **Batched:** one operation does all rows: `np.einsum("ki,kij->kj", x, W)` with `W` of shape
 #   `(k, obs_dim, act_dim)`, or `(x[:, None, :] @ W)[:, 0, :]`. A `linear_policy` that
-#   calls `es.policies` gets no points.
+#   calls `es.policies` gets no points from the grader (the check here does not look for that).
 # * **The check:** actions within `1e-5 * (high - low)` of the course's (it computes in float32,
 #   as `es.policies.MLPPolicy` does; float64 is fine), for a random number of rows, on
 #   observations far enough from the mean that the clip matters, and an asymmetric action range;
 #   then it counts the lines of your own code that run for 8 rows and for 64: a line run once per
-#   row (a `for` loop, a comprehension) fails. A loop hidden in `map` or `np.vectorize` runs none
-#   of your lines and passes, but slows every step of training.
+#   row (a `for` loop, a comprehension, `map` or `np.vectorize` over your own function) fails.
 
 # %%
 def linear_policy(params, obs, mean, std, low, high):
@@ -315,8 +315,9 @@ check.locomotion_agent(RUN_DIR)
 #   members, ES's gradient estimate in 5,702 dimensions is far coarser than in 108. The paper ran
 #   up to 1,440 parallel workers (its section 2.1); in its Algorithm 2, workers exchange only
 #   scalar returns and rebuild each other's perturbations from known seeds (notebook 03). This
-#   loop, like the starter, has a master, which sends its 2 worker processes their members'
-#   parameters, noise included.
+#   loop has a master that sends its 2 worker processes each member's parameters, noise
+#   included; the starter's master sends the center, and its workers draw the noise (lines
+#   355-358).
 # * **Hopper and the harder tasks** need the alive bonus shifted out (section 3) and more
 #   episodes: try `config = RunConfig(task="hopper")` with a new `RUN_DIR` (the grader's check
 #   accepts a Hopper run at 3,120).

@@ -1,1 +1,1 @@
-"""Milestone 3: distributed ES through Redis (see ``protocol.py`` for what travels)."""
+"""Milestone 3: distributed ES through Redis (see the course repository's ``protocol.py`` for what travels)."""

@@ -1,5 +1,5 @@
 """The Redis keys of a run (one run per database): what the protocol writes and what the
-server's ACL roles allow (``es.distributed.protocol`` documents each)."""
+server's ACL roles allow (the course repository's ``es.distributed.protocol`` documents each)."""
 PREFIX = "es"
 TASK, JOBS, LEASES, RESULTS = f"{PREFIX}:task", f"{PREFIX}:jobs", f"{PREFIX}:leases", f"{PREFIX}:results"
 

@@ -147,7 +147,7 @@ class EmbeddedRedis:
         parent, prctl = os.getpid(), ctypes.CDLL(None, use_errno=True).prctl if linux_main else None
         self.proc = subprocess.Popen([redis_server_binary(), conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True, preexec_fn=prctl and (lambda: _pdeathsig(parent, prctl)))
-        os.environ["ES_PARENT_PID"] = str(parent)   # local workers this process starts die with it (worker.py)
+        os.environ["ES_PARENT_PID"] = str(parent)   # local workers this process starts die with it (course repository: worker.py)
         client = redis.Redis(host=self.host, port=self.port, username=MASTER_USER, password=self.password)
         deadline = time.time() + 10
         while True:

@@ -1,6 +1,7 @@
 """CartPole-v1 for thousands of episodes at once, bit-identical to ``gymnasium.make("CartPole-v1")``
 with the same seed and actions (same constants, same order of floating-point operations;
-tests/core check it step by step). Why not gymnasium's vector env: docs/design.md#batched-cartpole.
+the course repository's tests/core check it step by step). Why not gymnasium's vector env: its
+docs/design.md#batched-cartpole.
 """
 from __future__ import annotations
 

@@ -190,8 +190,9 @@ def test_every_page_the_paper_table_cites_holds_the_figure_it_cites():
 def test_04s_run_claims_are_held_by_the_page_ledger():
     import course_numbers
     snippets = " ".join(c.snippet for c in course_numbers.claims_of("04_pong"))
-    for words in ("18% of the first 900 steps", "3.6 to 10.8 minutes of training", "`reference`: -19.99",
-                  "generation 17 (11 for `linus`", "**At most 200 updates**"):
+    for words in ("first 900 steps of game seed 0, picks another action than the center on 18% of them",
+                  "3.6 to 10.8 minutes of training", "`reference`: -19.99", "generation 17 (11 for `linus`",
+                  "**At most 200 updates**"):
         assert words in snippets, words
 
 

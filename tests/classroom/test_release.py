@@ -94,6 +94,9 @@ def test_cited_names_every_kind_of_pointer_that_does_not_resolve(released, tmp_p
     nbformat.write(nb, str(path))
     with open(rel / "docs" / "students.md", "a") as f:
         f.write("\nSee [the instructors' page](instructors.md) and `docs/install.md`.\n")
+    with open(rel / "pong" / "games.py", "a") as f:     # support code: its docstrings and comments
+        f.write('\n\ndef _planted():\n    """Tested in ``tests/pong/test_replay.py``."""\n'
+                '    # see es.noise\n    return 1   # in the course repository: es.strategy (exempt)\n')
     found, missing = cited(rel)
     got = {(where.split(" cell ")[0], kind, ref) for where, kind, ref, _ in missing}
     want = {("02_parallel.ipynb", "path", "benchmarks/pong_student.py"),
@@ -110,7 +113,9 @@ def test_cited_names_every_kind_of_pointer_that_does_not_resolve(released, tmp_p
             ("02_parallel.ipynb", "import", "es.shaping.centered_ranks"),
             ("02_parallel.ipynb", "import", "pong.student.nothing"),
             ("docs/students.md", "link", "instructors.md"),
-            ("docs/students.md", "path", "docs/install.md")}
+            ("docs/students.md", "path", "docs/install.md"),
+            ("pong/games.py", "path", "tests/pong/test_replay.py"),
+            ("pong/games.py", "module", "es.noise")}
     assert got == want, (got - want, want - got)
     assert any(kind == "command" and ref == "python -m jupyter lab" for _, kind, ref in found)
     assert len(check_release(rel)) >= len(want)
@@ -232,3 +237,46 @@ def test_a_check_that_asks_the_answer_key_nothing_is_offered_again_on_any_seed(r
     out = run_in_release(released, script)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("REPEATS") == 2, out.stdout
+
+
+def test_the_releases_pong_agent_check_passes_a_run_that_beat_random_and_names_what_another_lacks(released, tmp_path):
+    """A fresh read: in a release (no pong/replay.py), a folder of a hand-written config.json and
+    three empty files printed "it has not beaten random yet" and then "OK pong_agent: passed". Now
+    the check fails unless training recorded an agent beating random for the run's checkpoint;
+    the solution's own run passes, its line on the agent printed first."""
+    from classroom.release import RUN_DIR
+    from pong.student import student_seed
+    from pathlib import Path
+    runs = tmp_path / "runs"
+    solution_run = Path(__file__).resolve().parents[2] / "solutions" / RUN_DIR
+    shutil.copytree(solution_run, runs / "real")
+    shutil.copytree(solution_run, runs / "unverdicted")
+    (runs / "unverdicted" / "beats_random.json").unlink()
+    (runs / "forged").mkdir()
+    (runs / "forged" / "config.json").write_text('{"seed": %d}' % student_seed("alice"))
+    for name in ("metrics.jsonl", "centers.npy", "checkpoint.npz"):
+        (runs / "forged" / name).touch()
+    script = ("import sys\n"        # the editable install would find the course's pong.replay: not in a release
+              "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+              "from classroom import check\n"
+              "try:\n"
+              "    import pong.replay\n"
+              "    print('REPLAY IMPORTABLE')\n"
+              "except ImportError:\n"
+              "    pass\n"
+              "for run, who in (('real', 'reference'), ('unverdicted', 'reference'), ('forged', 'alice')):\n"
+              "    try:\n"
+              f"        check.pong_agent({str(runs)!r} + '/' + run, who)\n"
+              "    except check.CheckFailed as exc:\n"
+              "        print('FAILED', run, exc)\n")
+    out = run_in_release(released, script)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "REPLAY IMPORTABLE" not in out.stdout, out.stdout
+    assert "is complete and trained as 'reference' (30 updates); its agent: agent -17.50" in lines[0], lines
+    assert lines[0].endswith("The grader replays the run and plays 20 games on seeds it never saw."), lines
+    assert lines[1] == "OK pong_agent: passed (4 points when graded)", lines
+    assert lines[2].startswith("FAILED unverdicted pong_agent: ") and "has not beaten random yet" in lines[2], lines
+    assert "beats_random.json" in lines[2], lines
+    assert lines[3].startswith("FAILED forged pong_agent: ") and "checkpoint.npz is not a checkpoint" in lines[3]
+    assert out.stdout.count("OK pong_agent") == 1, out.stdout

@@ -80,6 +80,18 @@ def adam_example():
     assert np.max(np.abs(theta - [0.1, -0.1])) <= 1e-6, theta
 
 
+def steps_check():
+    """check.train_cartpole holds the loop to the answer key's (references._cartpole_run): each
+    parameter within 1e-6, after 3 updates, on both full runs, and on a run at lr 0.05 whose log
+    passes 475 before its end."""
+    from classroom import check
+    src = source_of(check._RAW["train_cartpole"])
+    assert "_call(fn, a, 3)" in src and 'answers("train_cartpole_steps", a, 3)' in src
+    assert "_call(fn, seed, 60, 256, 0.2, 0.05)" in src and 'run["log"][:-1] >= 475' in src
+    assert "for seed in (a, b):" in src and "_same_center(raw[seed], run[\"right\"])" in src
+    assert "<= 1e-6 * max(1.0, np.max(np.abs(want)))" in source_of(check._same_center)
+
+
 CLAIMS: list[Claim] = [
     Claim("[10 points with notebook 00]", points, "the graded checks' points of notebooks 00 and 01"),
     Claim("4 observations -> 2 action logits, 10 parameters in the layout of `es.policies.MLPPolicy(4, 2, ())` "
@@ -93,4 +105,7 @@ CLAIMS: list[Claim] = [
           "`[[1, 2], [-1, -2], [3, 4], [-3, -4]]`", noise_example, "the solution's antithetic_noise"),
     Claim("With `theta = [0, 0]`, `grad = [2, -0.5]`, `lr = 0.1`: **`[0.1, -0.1]`** (to 1e-6)", adam_example,
           "the solution's adam_update"),
+    Claim("each parameter within 1e-6 of the answer key's loop): the center after 3 updates "
+          "(`train_cartpole(seed, 3)`), the centers both full runs return, and a run at `lr = 0.05` whose center "
+          "reaches a mean of 475 before it solves", steps_check, "classroom.check.train_cartpole's source"),
 ]

@@ -1,5 +1,7 @@
 """Sources of the numbers on page 02_parallel."""
 
+import re
+
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
 
@@ -96,6 +98,14 @@ def _member_noise_check():
 
     wrong = {f"`w * generation + member` (w = {w})": weighted(w, listed) for w in (10, 100, 1000, 10 ** 4, 2 ** 16,
              10 ** 9, 2 ** 31) for listed in (False, True)}
+    wrong.update({f"`{w} * seed + member`": lambda s, g, m, d, w=w: np.random.default_rng(
+        w * s + 2 ** 40 * g + m).standard_normal(d) for w in (10 ** 6, 2 ** 20, 1000003)})
+    wrong.update({f"the prime weight {w}": weighted(w, listed) for w in check.PRIME_WEIGHTS for listed in (False, True)})
+    wrong.update({f"digits zero-padded to {k} (member), {j} (generation)": lambda s, g, m, d, k=k, j=j:
+                  np.random.default_rng(int(f"{s}{g:0{j}d}{m:0{k}d}")).standard_normal(d)
+                  for k in range(1, 10) for j in (1, 4, 10)})
+    wrong.update({f"digits zero-padded to {k} (generation)": lambda s, g, m, d, k=k:
+                  np.random.default_rng(int(f"{s:010d}{g:0{k}d}{m:010d}")).standard_normal(d) for k in range(1, 10)})
     wrong.update({"members `2k` and `2k + 1`": mirrored,
                   "mean near $0$, standard deviation near $1$": lambda s, g, m, d: np.random.default_rng(
                       [s, g, m]).uniform(-1, 1, d),
@@ -103,8 +113,11 @@ def _member_noise_check():
                       lambda s, g, m, d: np.random.default_rng([s, g, m]).uniform(-3 ** 0.5, 3 ** 0.5, d),
                   "shares of draws within $0.5$ of $0$ and beyond $\\pm 2$ near a normal's (Laplace)":
                       lambda s, g, m, d: np.random.default_rng([s, g, m]).laplace(0, 0.5 ** 0.5, d)})
+    once = {said for said in wrong if said.startswith(("the prime", "digits"))}      # many: on one seed
     for seed in range(3):
         for said, fn in wrong.items():
+            if seed and said in once:
+                continue
             try:
                 check._RAW["member_noise"](fn, np.random.default_rng(seed))
             except check.CheckFailed:
@@ -117,6 +130,34 @@ def _member_noise_check():
             return np.random.default_rng([s, g, m]).standard_normal(d)
         check._RAW["member_noise"](right, np.random.default_rng(seed))
         assert 2 ** 31 <= max(largest) < 2 ** 32, max(largest)
+        # a padding wide enough for every integer below 2**32 (10 digits) is a mix that passes
+        check._RAW["member_noise"](lambda s, g, m, d: np.random.default_rng(int(f"{s}{g:010d}{m:010d}")).standard_normal(
+            d), np.random.default_rng(seed))
+    assert min(check.PRIME_WEIGHTS) == 31 and max(check.PRIME_WEIGHTS) == 2 ** 31 - 1
+    assert all(all(w % p for p in range(2, int(w ** 0.5) + 1)) for w in check.PRIME_WEIGHTS)     # primes
+    src = source_of(check._RAW["member_noise"])
+    assert "for k in range(1, 10)" in src and "(0, 0, 10 ** k + r)" in src and "(0, 10 ** k + q, member)" in src
+
+
+CORNER = ("A sum gives `(0, 1, 2)` and `(0, 2, 1)` the same noise; `seed * generation + member` gives every generation "
+          "the same noise when `seed == 0`; digits run together, `int(f\"{seed}{generation}{member}\")`, make "
+          "`(0, 1, 23)` and `(0, 12, 3)` one member; weights, `1000003 * seed + 1009 * generation + member`, make "
+          "`(0, 1, 0)` and `(0, 0, 1009)` one; zero-padded digits, `int(f\"{seed}{generation:04d}{member:06d}\")`, "
+          "make `(0, 1, 0)` and `(0, 0, 1000000)` one (a member of 7 digits runs past its padding).")
+
+
+def _corner_mixes():
+    """Each mix the corner names, on the triples it names, as the integer default_rng would get."""
+    mixes = re.findall(r"`((?:int\(f|seed \*|1000003)[^`]*)`", CORNER)
+    pairs = [tuple(tuple(map(int, t.split(", "))) for t in pair)
+             for pair in re.findall(r"`\(([\d, ]+)\)` and `\(([\d, ]+)\)`", CORNER)]
+    mixes = ["seed + generation + member"] + mixes
+    assert len(mixes) == len(pairs) + 1 == 5, (mixes, pairs)
+    for mix, (a, b) in zip(mixes[:1] + mixes[2:], pairs):
+        key = lambda t: eval(mix, {}, dict(zip(("seed", "generation", "member"), t)))     # noqa: E731
+        assert a != b and key(a) == key(b), (mix, a, b)
+    assert all(eval(mixes[1], {}, {"seed": 0, "generation": g, "member": 5}) == 5 for g in range(9))
+    assert len(str(1000000)) == 7 and "a member of 7 digits" in CORNER
 
 
 def _member_range():
@@ -153,11 +194,16 @@ CLAIMS: list[Claim] = [
     Claim("two populations (odd, not multiples of `n_jobs`) with `n_jobs` 3 and 2", _parallel_returns_check,
           "classroom.check.parallel_returns"),
     Claim("a long draw's mean near $0$, standard deviation near $1$, and shares of draws within $0.5$ of $0$ and "
-          "beyond $\\pm 2$ near a normal's; a triple twice, in this process and in another; neighbouring triples that "
-          "a sum, `w * generation + member` ($w$ a power of $10$ or of $2$ below $2^{32}$), a product or run-together "
-          "digits would confuse (`seed == 0` and `generation == 0` among them) and members `2k` and `2k + 1`",
+          "beyond $\\pm 2$ near a normal's; a triple twice, in this process and in another; the global state neither "
+          "used nor changed. Then triples that these mixes confuse, none equal to another nor to its negation: a sum, a "
+          "product (`seed == 0` and `generation == 0` among them), digits run together; `(seed, generation, member + "
+          "w)` against `(seed, generation + 1, member)` and `(seed + 1, generation, member)` ($w$ times the generation "
+          "or the seed, plus the member) for $w$ a power of $10$ or of $2$ below $2^{32}$ or one of the primes in "
+          "`check.PRIME_WEIGHTS` ($31$ to $2^{31} - 1$); digits zero-padded to $k$ places, $k = 1, \\dots, 9$, with a "
+          "member or a generation of $k + 1$ digits; members `2k` and `2k + 1`.",
           _member_noise_check, "classroom.check.member_noise, run on wrong member_noise functions and on the "
-          "solution's (the integers it passes stay below 2**32)"),
+          "solution's (the integers it passes stay below 2**32)", slow=True),
+    Claim(CORNER, _corner_mixes, "each mix the corner names, computed on the triples it names"),
     Claim("four non-negative ints, the first three below $2^{32}$", _member_range,
           "NumPy's SeedSequence: a list of integers below 2**32 is one word each; a larger one collides"),
     Claim(_FORK, _fork_default, "the installed Python's (3.11) default start method, joblib's parallel.py line 1304"),

@@ -79,7 +79,9 @@ WORKED = ("**Worked example**, `lease_seconds = 1.0`, `now = 105.0`: | chunk | `
           "`\"16:24\"` | 100.0 | no | 104.6 | no: lease 0.4 s old, its worker is alive | | `\"24:32\"` | 100.0 | no | "
           "103.2 | **yes**: lease 1.8 s old, its worker is dead | | `\"32:40\"` | 100.0 | no | none | **yes**: taken "
           "long ago and never leased, its worker died first | | `\"40:48\"` | 104.0 | no | 104.0 | **yes**: exactly "
-          "1.0 s on both counts, at least `lease_seconds` | so the answer is `{\"24:32\", \"32:40\", \"40:48\"}`.")
+          "1.0 s on both counts, at least `lease_seconds` | | `\"48:56\"` | 104.9 | no | 103.5 | no: queued again 0.1 s "
+          "ago; the lease 1.5 s old is its dead worker's, the new taker may not have written its own yet | so the "
+          "answer is `{\"24:32\", \"32:40\", \"40:48\"}`.")
 
 
 def _worked():
@@ -87,7 +89,7 @@ def _worked():
     requeue = solution("03_redis", "chunks_to_requeue")["chunks_to_requeue"]
     lease, now = 1.0, 105.0
     rows = re.findall(r'\| `"([\d:]+)"` \| ([\d.]+) \| (yes|no) \| ([\d.]+|none) \| (\*\*yes\*\*|no)([^|]*)\|', WORKED)
-    assert len(rows) == 6, rows
+    assert len(rows) == 7, rows
     queued_at, in_queue, leases = {}, set(), {}
     for chunk, queued, waiting, leased, decision, why in rows:
         queued_at[chunk] = float(queued)
@@ -194,24 +196,28 @@ def _equal():
 
 STARTER = ("OpenAI's starter code (linked in notebook 00) builds one large table of Gaussian noise per machine "
            "instead, from a fixed seed, so that every machine holds the same table; a perturbation is then `dim` "
-           "consecutive values of it from an offset (`SharedNoiseTable`, lines 50-63 of its "
-           "`951f199:es_distributed/es.py`). Its workers draw the offsets from an unseeded `np.random.RandomState()` "
-           "(line 319) and send them back with their returns (`noise_inds_n`, line 373).")
+           "consecutive values of it from an offset (`SharedNoiseTable`, lines 50-66 of its "
+           "`951f199:es_distributed/es.py`: the table, `get` and `sample_index`). Its workers draw the offsets from an "
+           "unseeded `np.random.RandomState()` (line 319; `noise.sample_index(rs, ...)`, line 355) and send them back "
+           "with their returns (`noise_inds_n`, line 373).")
 STARTER_LINES = {50: "class SharedNoiseTable(object):", 53: "seed = 123", 59: "np.random.RandomState(seed).randn(count)",
-                 63: "return self.noise[i:i + dim]", 319: "rs = np.random.RandomState()",
+                 62: "def get(self, i, dim):", 63: "return self.noise[i:i + dim]",
+                 65: "def sample_index(self, stream, dim):", 66: "return stream.randint(0, len(self.noise) - dim + 1)",
+                 67: "", 68: "", 69: "def compute_ranks(x):", 319: "rs = np.random.RandomState()",
+                 355: "noise_idx = noise.sample_index(rs, policy.num_params)",
                  373: "noise_inds_n=np.array(noise_inds),"}
 MIRROR = Path("/work/.mirror/openai+evolution-strategies-starter/repo/.git")
 
 
 def _starter():
     """The citation is on the page; where a copy of the starter is at hand, each cited line says it."""
-    for cited in ("lines 50-63 of its `951f199:es_distributed/es.py`", "(line 319)", "line 373)"):
+    for cited in ("lines 50-66 of its `951f199:es_distributed/es.py`", "(line 319;", "line 355)", "line 373)"):
         assert cited in STARTER, cited
     if MIRROR.is_dir():
         text = subprocess.run(["git", "-C", str(MIRROR), "show", "951f199:es_distributed/es.py"], capture_output=True,
                               text=True, check=True).stdout.splitlines()
         for number, code in STARTER_LINES.items():
-            assert code in text[number - 1], (number, text[number - 1])
+            assert code in text[number - 1] and (code or not text[number - 1].strip()), (number, text[number - 1])
 
 
 CLAIMS: list[Claim] = [
@@ -228,6 +234,7 @@ CLAIMS: list[Claim] = [
           "the cell's workers = 1440"),
     Claim(QUESTION, _question, "the bytes cell's bytes_per_generation at 1,440 workers; POLICY.num_params"),
     Claim(EQUAL, _equal, "the bytes cell's bytes_per_generation: equal at d = 2P; POLICY.num_params"),
-    Claim(STARTER, _starter, "OpenAI's evolution-strategies-starter at 951f199, es_distributed/es.py lines 50-63, 319, "
-          "373 (read in the local mirror, and again by the claim where the mirror is present)"),
+    Claim(STARTER, _starter, "OpenAI's evolution-strategies-starter at 951f199, es_distributed/es.py lines 50-66 "
+          "(the class ends there: two blank lines, then compute_ranks), 319, 355, 373 (read in the local mirror, and "
+          "again by the claim where the mirror is present)"),
 ]

@@ -4,6 +4,7 @@ import re
 from functools import lru_cache
 
 import numpy as np
+import pytest
 
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
@@ -225,14 +226,29 @@ def policy_check_sizes():
         first, second, *rest = members[before:]
         assert 20 <= first <= 39 and second == first and rest == [8, 64], members[before:]
     assert "int(rng.integers(20, 40))" in source_of(check._RAW["batched_policy"])
+    # fails when the lines grow by one per member or more: 56 = 64 - 8 more lines
+    assert "if lines[1] - lines[0] >= 56:" in source_of(check._RAW["batched_policy"]) and 64 - 8 == 56
+    student = {"np": np}        # compiled as a notebook cell is: the probe counts lines outside the course's files
+    exec(compile("def looped(W, b, x):\n    return np.array([np.argmax(x[p] @ W[p] + b[p]) for p in range(len(W))])\n"
+                 "def in_map(W, b, x):\n    return np.argmax(np.array(list(map(np.dot, x, W))) + b, 1)\n",
+                 "<student cell>", "exec"), student)
+    with pytest.raises(check.CheckFailed, match="loops over the members in Python"):
+        check._RAW["batched_policy"](student["looped"], rng=np.random.default_rng(0))
+    for seed in range(3):      # a loop inside a builtin runs no line of the student's: it passes
+        check._RAW["batched_policy"](student["in_map"], rng=np.random.default_rng(seed))
 
 
 # ---------------------------------------------------------------- 4. es_step
 def ranks_example():
-    """The course's centered ranks (es.shaping, what pong.replay.reference_es_step uses)."""
+    """The course's centered ranks (es.shaping, what pong.replay.reference_es_step uses), and
+    notebook 00's centered_ranks (its solution) gives the same weights, ties included."""
     from es.shaping import centered_ranks
     from pong.replay import reference_es_step
     assert "centered_ranks(fitness)" in source_of(reference_es_step)
+    ours = solution("00_es_from_scratch", "centered_ranks")["centered_ranks"]
+    tied = np.random.default_rng(0).integers(-21, -15, 64).astype(np.float64)
+    for f in (np.array([-21.0, -20.0, -21.0, -19.0]), tied):    # es.shaping's are float32
+        assert np.allclose(ours(f), centered_ranks(f), rtol=0, atol=1e-7) and len(set(f)) < len(f)
     weights = centered_ranks(np.array([-21.0, -20.0, -21.0, -19.0]))
     ranks = (weights + 0.5) * 3
     assert fmt(ranks, 1) == "[0.5, 2, 0.5, 3]" and fmt(weights, 4) == "[-0.3333, 0.1667, -0.3333, 0.5]"
@@ -284,7 +300,8 @@ def sigma_value():
 
 def sigma_reason():
     """With the run's last center (after 30 updates), how often a member's action differs from
-    the center's, over the first 900 steps of game seed 0: the median over the 64 members of its
+    the center's, on the observations of the center's own first 900 steps of game seed 0 (each
+    member scored on them, not on a game of its own): the median over the 64 members of its
     next generation (the run's own perturbations of generation 30), at sigma 0.05, 0.02 and 0.1."""
     from es.policies import split_layers
     from pong.games import PongGames
@@ -477,13 +494,16 @@ CLAIMS: list[Claim] = [
           "pong.games.PONG_ACTIONS, ALE's action meanings, and the paddle moved by each in a played game"),
     Claim("exact actions for 20 to 39 members, on inputs where ignoring `b` or using member 0's weights for everyone "
           "changes many actions, then on float32 inputs where logits tie or lie 1/64 apart (float16 cannot tell them "
-          "apart); then it counts the lines your function runs for 8 and 64 members (a loop over members runs more "
-          "lines for 64)", policy_check_sizes, "check.batched_policy, spied on"),
+          "apart); then it counts the lines of your own code that run for 8 and for 64 members, and fails when they "
+          "grow by a line per member or more (a Python loop over members); a loop inside NumPy or a builtin "
+          "(`map(np.dot, ...)`) runs no line of yours.", policy_check_sizes,
+          "check.batched_policy, spied on, and run on a looped and a map(np.dot) policy"),
     Claim("1. **Centered ranks** of the fitness (0 for the worst ... `population - 1` for the best, tied values "
           "sharing the mean of their ranks, divided by `population - 1`, minus 0.5): one long rally must not outweigh "
-          "everything else, and two members that played the same game tie. Example: fitness `[-21, -20, -21, -19]` "
-          "gives ranks `[0.5, 2, 0.5, 3]` and weights `[-0.3333, 0.1667, -0.3333, 0.5]`.", ranks_example,
-          "es.shaping.centered_ranks, the ranks of pong.replay.reference_es_step"),
+          "everything else, and two members that played the same game tie. This is notebook 00's `centered_ranks`: "
+          "paste yours in. Example: fitness `[-21, -20, -21, -19]` gives ranks `[0.5, 2, 0.5, 3]` and weights "
+          "`[-0.3333, 0.1667, -0.3333, 0.5]`.", ranks_example,
+          "es.shaping.centered_ranks, the ranks of pong.replay.reference_es_step; notebook 00's solution"),
     Claim("(32 real screens at once, from 4 games it plays)", speed, "check.speed_of's batch and games; "
           "config.json: 64 members over 2 worker processes"),
     Claim("**Target: your three functions together add at most 100% to a game step**", speed, "check.SPEED_TARGET"),
@@ -492,8 +512,9 @@ CLAIMS: list[Claim] = [
     Claim("**Population 64** (32 mirrored pairs)", population, "solutions/pong-run/config.json, perturbations"),
     Claim("**Sigma 0.05**", sigma_value, "solutions/pong-run/config.json"),
     Claim("with the center this notebook's own run (`reference`) ended on, after 30 updates, a member of its next "
-          "generation picks another action than the center on 18% of the first 900 steps of game seed 0 (the median "
-          "of its 64 members); at sigma 0.02 on 7%, at 0.1 on 33%.", sigma_reason,
+          "generation, shown the observations of the center's own first 900 steps of game seed 0, picks another "
+          "action than the center on 18% of them (the median of its 64 members); at sigma 0.02 on 7%, at 0.1 on "
+          "33%.", sigma_reason,
           "solutions/pong-run/centers.npy and the run's own perturbations of generation 30, played again"),
     Claim("**Adam, step 0.01**", adam, "solutions/pong-run/config.json"),
     Claim(S_ADAM, starter_adam(S_ADAM), f"{STARTER}: configurations/humanoid.json line 17, Adam stepsize 0.01"),
