@@ -25,7 +25,7 @@ member loses 21:0, and the one that kept the ball in play longest is the one to 
 **The evaluation rule** (notebook 04, the grader, the course repository's ``benchmarks/pong_student.py``): 20 full
 games of ``ALE/Pong-v5`` with the agent and 20 with a uniformly random player on the same
 seeds; the agent beats random when the 95% t-interval of its mean (``es.play.mean_ci95``,
-the interval ``python -m es eval`` prints) lies entirely above the random player's.
+the interval the course repository's ``python -m es eval`` prints) lies entirely above the random player's.
 """
 from __future__ import annotations
 

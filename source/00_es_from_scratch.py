@@ -201,7 +201,7 @@ def f(w):
 
 
 def mirrored(rng, n, dim):
-    """Members 2k and 2k+1 get +eps_k and -eps_k (interleaved pairs, as everywhere in es)."""
+    """Members 2k and 2k+1 get +eps_k and -eps_k (interleaved pairs)."""
     half = rng.standard_normal((n // 2, dim))
     noise = np.empty((n, dim))
     noise[0::2], noise[1::2] = half, -half

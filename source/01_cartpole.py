@@ -108,7 +108,9 @@ check.antithetic_noise(antithetic_noise)
 # * **The check:** three steps in a row from `state = None`, each parameter within `lr / 1000`
 #   of the right values. One parameter's gradients are all $0$: there `m = v = 0`, and without
 #   `epsilon` the step is $0 / 0$ (nan). Another's are small, where `epsilon` inside the square
-#   root, `np.sqrt(v + 1e-8)`, moves the step too far.
+#   root, `np.sqrt(v + 1e-8)`, moves the step too far. It cannot see AMSGrad (a running maximum
+#   of `v`): over three steps `v` shrinks too little for that to move a step by `lr / 1000`
+#   (notebook 04's check, over six updates, does).
 
 # %%
 def adam_update(theta, grad, state, lr):
@@ -159,7 +161,7 @@ check.adam_update(adam_update)
 #
 # After the last generation (or the `break`), return the center.
 #
-# **The check** trains from two fresh seeds, one of them twice, on the defaults: the same seed
+# **The check** trains from two seeds it draws, one of them twice, on the defaults: the same seed
 # must give the same parameters, the two seeds different ones, and the loop must neither seed
 # nor draw from the global `np.random` state. Then it holds your loop to the five steps (each
 # parameter within 1e-6 of the answer key's loop): the center after 3 updates
@@ -241,7 +243,7 @@ print("the same as the expected curve:", len(curve) == len(EXPECTED_CURVE) and n
 print(f"solved after {updates_to_solve(curve)} updates")
 
 # %%
-check.train_cartpole(train_cartpole)   # trains from two fresh seeds, and one of them twice
+check.train_cartpole(train_cartpole)   # trains from two seeds it draws, and one of them twice
 
 # %% [markdown]
 # ## 4. Your Adam at work

@@ -439,9 +439,10 @@ check.seeds_only_update(update_from_returns)
 # Section 4's run again, without `es:task`: three worker processes
 # (`CHUNKS = [(0, 96), (96, 160), (160, 256)]`), each with its own copy of the center (zero at
 # first), updated with your `update_from_returns`; the master only forwards returns through a
-# pipe per worker: no parameter ever travels (each worker builds its own zero center).
+# pipe per worker: no parameter travels while it trains (each worker builds its own zero
+# center; at the end each sends its center back, only to compare it with section 4's).
 # **Expected output:** `5 generations, 3 worker processes; returns sent: 40,960 bytes in all
-# (8,192 per generation), parameters sent: none` and `every worker's center identical to
+# (8,192 per generation), parameters sent during training: none` and `every worker's center identical to
 # section 4's: True` (Linux and macOS: the workers are forked).
 # Without section 5's `update_from_returns` the cell says so and stops.
 
@@ -488,7 +489,7 @@ elif "fork" in mp.get_all_start_methods():
     for p in procs:
         p.join()
     print(f"{UPDATES} generations, {len(CHUNKS)} worker processes; returns sent: {sent:,} bytes in all "
-          f"({sent // max(UPDATES, 1):,} per generation), parameters sent: none")
+          f"({sent // max(UPDATES, 1):,} per generation), parameters sent during training: none")
     print("every worker's center identical to section 4's:", all(np.array_equal(c, center) for c in copies))
 else:      # Windows: no fork
     print("this system cannot fork processes (Windows): run this section in WSL2")
@@ -571,9 +572,7 @@ for params in (POLICY.num_params, 1_000_000):
 #   both pass; the table must stay as it was (negating a view in place writes into it).
 #
 # * **The check:** your table against the right one for the check's seed and size (bit for
-#   bit); your offsets (an integer array) for a small table (`3 * dim` values, so that they
-#   span it to its
-#   last value); then every member of that generation, each exactly the right slice with the
+#   bit); your offsets (an integer array) for a small table (`3 * dim` values); then every member of that generation, each exactly the right slice with the
 #   right sign, float32, the table unchanged.
 
 # %%

@@ -281,7 +281,7 @@ check.es_step(es_step)
 #
 # A `downsample` that loops over pixels in Python passes its check, then turns minutes of
 # training into hours. The cell times `downsample`, `stack_frames` and `batched_policy` on
-# batches like training's (32 real screens at once, from 4 games it plays), per game step,
+# a batch of 32 real screens at once (from 4 games it plays), per game step,
 # against the time ALE takes to emulate a step, measured in the same cell. **Target: your three
 # functions together add at most 100% to a game step**. Too slow, and the cell fails, naming the slowest function
 # and its usual cause (the training cell runs it again before it starts).

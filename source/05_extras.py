@@ -246,10 +246,11 @@ for name, runs in results.items():
 #   0 has mean 2 and standard deviation 1.633 (the square root of 8/3), feature 1 mean 1 and
 #   standard deviation 0, floored to 0.1; so the result is `[[0.6124, 0.5], [5, -5]]` (40 gives
 #   23.3 and 0 gives -10, both clipped).
-# * **The check:** float64 returned, within a relative error of `1e-6` (float32 loses more), on
+# * **The check:** float64 returned, within a relative error of `1e-6` (float32 statistics lose more), on
 #   random inputs with a feature constant over the reference batch, one that barely varies, and
 #   inputs far outside the batch; it names a missing floor, `ddof=1`, a missing clip, statistics
-#   of `inputs`, a floored variance, a float32 computation, and an argument changed in place.
+#   of `inputs`, the variance floored at 0.1 (instead of the std), float32 statistics, and an argument
+#   changed in place.
 
 # %%
 def virtual_batch_norm(reference, inputs):

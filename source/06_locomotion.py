@@ -133,7 +133,8 @@ check.mean_std(mean_std)
 # * **Inputs:** `params`, float32 `(k, obs_dim * act_dim + act_dim)`, one member per row;
 #   `obs`, float64 `(k, obs_dim)`, the raw observations; `mean`, `std`, float64 `(obs_dim,)`,
 #   the frozen statistics of `mean_std`; `low`, `high`, float32 `(act_dim,)`, the action range.
-# * **Returns:** the actions, float32 or float64 `(k, act_dim)`, row `k`:
+# * **Returns:** the actions, a float32 or float64 array `(k, act_dim)`, row `k` (leave the
+#   arguments as they are: the loop passes the same `mean` and `std` at every step):
 #
 # $$x_k = \text{clip}\Big(\frac{\text{obs}_k - \text{mean}}{\text{std}}, -5, 5\Big), \qquad
 #   a_k = \text{low} + \frac{\tanh(x_k W_k + b_k) + 1}{2}\,(\text{high} - \text{low})$$
@@ -147,7 +148,8 @@ check.mean_std(mean_std)
 #   as `es.policies.MLPPolicy` does; float64 is fine), for a random number of rows, on
 #   observations far enough from the mean that the clip matters, and an asymmetric action range;
 #   then it counts the lines of your own code that run for 8 rows and for 64: a line run once per
-#   row (a `for` loop, a comprehension, `map` or `np.vectorize` over your own function) fails.
+#   row (a `for` loop, a comprehension, `map` or `np.vectorize` over your own function) fails;
+#   and every argument left as it was.
 
 # %%
 def linear_policy(params, obs, mean, std, low, high):

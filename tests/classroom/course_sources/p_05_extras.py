@@ -228,10 +228,10 @@ CLAIMS: list[Claim] = [
           "pong.keypoints.VBN_FLOOR and VBN_CLIP"),
     Claim("there floored at $0.1$, then clipped to $[-5, 5]$", _vbn_is_the_pixel_agents,
           "pong.keypoints' VBN_FLOOR and VBN_CLIP, and PongKeypointsPolicy.normalize against the solution"),
-    Claim("float64 returned, within a relative error of `1e-6` (float32 loses more), on random inputs with a "
-          "feature constant over the reference batch, one that barely varies, and inputs far outside the batch; it "
-          "names a missing floor, `ddof=1`, a missing clip, statistics of `inputs`, a floored variance, a float32 "
-          "computation, and an argument changed in place", _vbn_check_names,
+    Claim("float64 returned, within a relative error of `1e-6` (float32 statistics lose more), on random inputs "
+          "with a feature constant over the reference batch, one that barely varies, and inputs far outside the "
+          "batch; it names a missing floor, `ddof=1`, a missing clip, statistics of `inputs`, the variance floored at "
+          "0.1 (instead of the std), float32 statistics, and an argument changed in place", _vbn_check_names,
           "classroom/check.py's virtual_batch_norm, and the check run on a float32 computation"),
     Claim("turns 495 numbers computed from them (per keypoint its newest column and row, their slopes and its "
           "presence, then their pairwise products and squares)", _head_inputs,

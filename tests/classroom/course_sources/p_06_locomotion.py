@@ -396,7 +396,7 @@ CLAIMS: list[Claim] = [
     Claim("(the solution's; these episodes are chaotic: a float32 policy gets others)", _chaotic,
           "the cell's random episodes replayed with the course's float32 policy (classroom.references)", slow=True),
     Claim("then it counts the lines of your own code that run for 8 rows and for 64: a line run once per row (a "
-          "`for` loop, a comprehension, `map` or `np.vectorize` over your own function) fails.", _line_count, "check.linear_policy's source, and the check run on a for loop, map and np.vectorize"),
+          "`for` loop, a comprehension, `map` or `np.vectorize` over your own function) fails;", _line_count, "check.linear_policy's source, and the check run on a for loop, map and np.vectorize"),
     Claim("Hopper (and Walker2d, Ant, Humanoid) pays a bonus for every step the robot has not fallen: 1 a step in "
           "`Hopper-v5`, up to 1,000 an episode.", _alive_bonus,
           "gymnasium's Hopper-v5 (healthy_reward, max_episode_steps), Walker2d, Ant, Humanoid v5 (healthy_reward)"),

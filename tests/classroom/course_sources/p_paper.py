@@ -214,7 +214,8 @@ CLAIMS: list[Claim] = [
     Claim("the settings: weight decay 0.005 and Adam 0.01 (`pong.student.StudentConfig`)", _settings,
           "pong.student.StudentConfig's weight_decay and learning_rate"),
     Claim(S_INDICES, starter(S_INDICES, ("line 373",), ((ES, 373, "noise_inds_n=np.array(noise_inds)"),)), STARTER),
-    Claim("a result is 12 bytes per member plus 50 per chunk (`es/distributed/protocol.py`)", _traffic,
+    Claim("a result is 12 bytes per member plus 50 per chunk, for a task without observation normalization such as "
+          "CartPole (`es/distributed/protocol.py`)", _traffic,
           "es.distributed.protocol.encode_result: the payload's size for 1, 2 and 3 members"),
     Claim(S_TABLE, _table_bytes, f"{STARTER}; 250,000,000 x 4 bytes"),
     Claim("the package's table holds $2^{25}$ float32 (128 MiB)", _package_table, "es.noise_table.TABLE_SIZE"),
