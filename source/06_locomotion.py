@@ -174,7 +174,8 @@ check.linear_policy(linear_policy)
 # `np.zeros(17)` as `mean`, `np.ones(17)` as `std`). The cell splits each return: the forward
 # reward less the torque cost (0.1 times the actions' sum of squares, every step). **Expected
 # output:** returns near 0 for the zero policy. For the random ones, -494, -666 and -1560 (the
-# solution's; these episodes are chaotic: a float32 policy gets others): torque costs of 515,
+# solution's, which sums with `np.einsum`; these episodes are chaotic: sums in another order,
+# such as `@`'s, or a float32 policy get others): torque costs of 515,
 # 515 and 532, near their most ($0.1 \cdot 6 = 0.6$ a step), and forward rewards of +21, -151
 # and -1028: two of the three cheetahs run backwards.
 
@@ -224,9 +225,9 @@ for k in range(3):
 # The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step
 # 0.01, one episode per member (every member and the center on the same seed in a
 # generation), 2 worker processes. Training stops when the center's episode reaches 3,430 and
-# the center then averages at least 3,450 on 20 held-out episodes (seeds from 1,000,000): a
-# margin of 20, because one agent's return varies from episode to episode and the grader plays
-# 20 new ones.
+# the center then averages at least 3,450 on 20 held-out episodes (seeds from 1,000,000). The
+# grader plays 20 other episodes, whose mean can fall below 3,430 (one agent's return varies
+# from episode to episode): its rule is in section 5.
 #
 # The solution's run (these settings, seed 0) stopped after 73 updates and 4.8 million steps;
 # the cell prints yours. A call stops after `minutes=20.0` of wall time, and re-running the
