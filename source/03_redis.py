@@ -58,8 +58,9 @@ FAST = os.environ.get("ES_COURSE_FAST") == "1"
 # A **list** is a queue: `RPUSH key v` appends `v`, `BLPOP key timeout` takes the first element
 # (waiting up to `timeout` seconds; `None` if none came), `LRANGE key 0 -1` reads them all
 # without taking any. A **hash** is a dict: `HSET key field value` sets one field, `HGETALL key`
-# reads them all, `HDEL key field` removes one. Values come back as bytes. The cell runs each
-# command once on a private server (`EmbeddedRedis`). **Expected output**, with your clock's
+# reads them all, `HDEL key field` removes one. Values come back as bytes. The cell tries
+# `RPUSH`, `LRANGE`, `BLPOP`, `HSET` and `HGETALL` on a private server (`EmbeddedRedis`).
+# **Expected output**, with your clock's
 # `time.time()` where the last line shows `...`:
 #
 # ```

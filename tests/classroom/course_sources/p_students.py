@@ -83,7 +83,7 @@ def _rule():
 
 
 CLAIMS: list[Claim] = [
-    Claim("M3; extras in sections 5 and 7", _extras_sections, "the sections of source/03_redis.py whose checks "
+    Claim("M3; sections 5 to 7 extras (graded checks in 5 and 7)", _extras_sections, "the sections of source/03_redis.py whose checks "
           "classroom.check registers as extras"),
     Claim("then your functions train MuJoCo's HalfCheetah past 3,430", _halfcheetah,
           "classroom.mujoco_runs.TASKS (the threshold training stops at)"),
