@@ -160,7 +160,7 @@ check.centered_ranks(centered_ranks)
 # `F(theta)` by about `sigma eps^T grad F`, and the `1 / sigma` cancels that `sigma` (section 4
 # covers ranks). OpenAI's starter code leaves the `1 / sigma` out (`g /=
 # returns_n2.size`, [`951f199:es_distributed/es.py` line 247](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L247))
-# and hands `g` to its optimizer ([line 249](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L249)),
+# and hands `-g` (plus its weight decay) to its optimizer, which minimises ([line 249](https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed/es.py#L249)),
 # Adam in the configuration of section 1, whose step does not grow with the gradient's scale
 # (notebook 01, section 2).
 #

@@ -110,7 +110,9 @@ print("member 5 with 2 jobs:", two[5].round(3), "| with 3 jobs:", three[5].round
 # ## 2. The stronger form: a stream per member
 #
 # **`member_noise(seed, generation, member, dim)`**
-# * **Inputs:** four non-negative ints, the first three below $2^{32}$.
+# * **Inputs:** four non-negative ints, the first three below $2^{32}$. The check asks for members
+#   in the billions: a stream whose cost grows with `member` (`SeedSequence(...).spawn(member + 1)`,
+#   or drawing `member + 1` rows) will not finish.
 # * **Returns:** a float64 array of shape `(dim,)`, standard normal, a pure function of `(seed,
 #   generation, member)`: the same in every call and in every process, and different for any
 #   other triple.

@@ -30,7 +30,7 @@ STARTER_RANKS = ("when its configuration says `\"return_proc_mode\": \"centered_
                  f"([`compute_centered_ranks`, lines 80-84]({ES_PY}#L80-L84))")
 STARTER_TIES = f"The starter's `compute_ranks` ([lines 69-77]({ES_PY}#L69-L77)) ranks with `x.argsort()`"
 STARTER_SIGMA = f"(`g /= returns_n2.size`, [`951f199:es_distributed/es.py` line 247]({ES_PY}#L247))"
-STARTER_ADAM = (f"and hands `g` to its optimizer ([line 249]({ES_PY}#L249)), Adam in the configuration of section 1, "
+STARTER_ADAM = (f"and hands `-g` (plus its weight decay) to its optimizer, which minimises ([line 249]({ES_PY}#L249)), Adam in the configuration of section 1, "
                 "whose step does not grow with the gradient's scale (notebook 01, section 2)")
 
 
