@@ -1754,6 +1754,10 @@ def linear_policy(fn, rng):
                 _fail(f"linear_policy: {why}")
         _fail(f"linear_policy: actions off by up to {np.max(np.abs(got - want['right']) / span):.2g} of the range "
               "(more than 1e-5), and not by one of the usual mistakes; compare with the formula above")
+    one = np.asarray(_call(fn, *[np.array(x[:1]) if i < 2 else np.array(x) for i, x in enumerate(args)]))
+    if one.shape != (1, a):
+        _fail(f"linear_policy: for a single row it returned shape {one.shape}, expected (1, {a}): keep the row axis "
+              "(no np.squeeze); the loop calls it with one row when one episode is left")
     lines = [_observe(fn, *[np.array(x) for x in draw(m)[0]], count_lines=True)["lines"] for m in (8, 64)]
     if lines[1] - lines[0] >= 56:
         _fail(f"linear_policy: it loops over the rows in Python ({lines[0]} lines run for 8 rows, {lines[1]} for "

@@ -142,12 +142,13 @@ check.mean_std(mean_std)
 #   The clip bounds the input of a state unlike any seen; `tanh` and the scaling keep every
 #   action in range, for any parameters.
 # * **Batched:** one operation does all rows: `np.einsum("ki,kij->kj", x, W)` with `W` of shape
-#   `(k, obs_dim, act_dim)`, or `(x[:, None, :] @ W)[:, 0, :]`. A `linear_policy` that
+#   `(k, obs_dim, act_dim)`, or `(x[:, None, :] @ W)[:, 0, :]` (`@` adds in another order: the
+#   expected output below is einsum's). A `linear_policy` that
 #   calls `es.policies` gets no points from the grader (the check here does not look for that).
 # * **The check:** actions within `1e-5 * (high - low)` of the course's (it computes in float32,
 #   as `es.policies.MLPPolicy` does; float64 is fine), for a random number of rows, on
 #   observations far enough from the mean that the clip matters, and an asymmetric action range;
-#   then it counts the lines of your own code that run for 8 rows and for 64: a line run once per
+#   then one row (shape `(1, act_dim)`: keep the row axis); then it counts the lines of your own code that run for 8 rows and for 64: a line run once per
 #   row (a `for` loop, a comprehension, `map` or `np.vectorize` over your own function) fails;
 #   and every argument left as it was.
 
