@@ -623,7 +623,8 @@ def member_noise(fn, rng):
                           f"digits runs past a padding to {k} digit{'s' * (k > 1)} (the integers go up to 2**32 - 1, "
                           f"10 digits); {fix}")
                 if sum(key) == sum(other):
-                    _fail(f"{pair}: seed + generation + member collide; {fix}")
+                    _fail(f"{pair}: they have the same sum seed + generation + member, which a sum (or an xor of "
+                          f"small integers) of the three sends to the same generator; {fix}")
                 dg, dm = key[1] - other[1], key[2] - other[2]
                 if key[0] == other[0] and abs(dg) == 1 and dg * dm < 0:       # w * generation + member, w = |dm|
                     w = abs(dm)

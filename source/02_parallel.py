@@ -265,7 +265,8 @@ plt.show()
 # %% [markdown]
 # ## 5. Scaling, measured: Pong on your cores
 #
-# Parallelism pays where a generation is long: one generation of Pong games (notebook 04's, a
+# Parallelism can pay where a generation is long (on 2 cores, or a busy machine, the speed-up
+# may stay below 1): one generation of Pong games (notebook 04's, a
 # linear policy on band sums of 42x42 frames) over one worker, the powers of two below your
 # core count, and all your cores, with `members, steps = (8, 30) if FAST else (32, 300)` (the
 # population, each game's cap on agent steps). Two measurements per worker count:

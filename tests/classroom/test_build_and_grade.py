@@ -230,7 +230,7 @@ MISTAKES = [
     ("02_parallel", NOISE, "np.random.seed(seed + generation + member)\n    return np.random.standard_normal(dim)",
      "member_noise", "global np.random state"),
     ("02_parallel", NOISE, "return np.random.default_rng(seed + generation + member).standard_normal(dim)",
-     "member_noise", "seed + generation + member collide"),
+     "member_noise", "the same sum seed + generation + member"),
     ("02_parallel", NOISE, "return np.random.default_rng(seed * 10**6 + generation * 1000 + member).standard_normal(dim)",
      "member_noise", "got the same noise"),
     ("02_parallel", NOISE, "return np.random.default_rng(seed * generation + member).standard_normal(dim)",
