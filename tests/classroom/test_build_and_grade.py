@@ -491,8 +491,6 @@ MISTAKES = [
     ("06_locomotion", SQUASH, 'squashed = np.einsum("ki,kij->kj", x, weights) + biases', "linear_policy",
      "forgot the tanh"),
     ("06_locomotion", SCALE, "return squashed", "linear_policy", "forgot to scale"),
-    ("06_locomotion", SCALE, "return np.squeeze(low + 0.5 * (squashed + 1.0) * (high - low))", "linear_policy",
-     "keep the row axis"),
     ("06_locomotion", "x = np.clip((obs - mean) / std, -5.0, 5.0)", "std += 1e-8\n    x = np.clip((obs - mean) / std, -5.0, 5.0)",
      "linear_policy", "changed its argument `std` in place"),
     ("06_locomotion", SCALE, "return list(low + 0.5 * (squashed + 1.0) * (high - low))", "linear_policy",
