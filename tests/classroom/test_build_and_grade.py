@@ -663,3 +663,12 @@ def test_a_release_asked_for_a_seed_it_did_not_record_says_which_it_has():
     answers.context = ("centered_ranks", 5)
     with pytest.raises(RuntimeError, match="recorded answers for seeds 11, 22 only, not 5.*--input-seed"):
         answers("centered_ranks", [1.0, 2.0])
+
+
+def test_a_squeezed_linear_policy_fails_its_one_row_case():
+    # not a MISTAKES row: notebook 06's own Hopper cell stops on it before the checks run in process
+    import numpy as np
+    from classroom import check, references
+    right = references.SOLUTIONS["linear_policy"][0]
+    with pytest.raises(check.CheckFailed, match="keep the row axis"):
+        check.linear_policy(lambda *args: np.squeeze(right(*args)), seed=1)
