@@ -1,11 +1,11 @@
 """NumPy policies with a flat parameter vector, evaluated for many members at once: a policy
 stores no parameters; ``forward(layers, obs)`` takes per-row weights that ``unflatten`` builds
-from a ``(rows, num_params)`` matrix, so one batched matmul serves every member."""
+from a ``(rows, num_params)`` matrix, so one batched product serves every member."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import registry
+from . import exact, registry
 from .interfaces import Policy
 from .seeding import INIT, rng_for
 
@@ -68,18 +68,14 @@ class MLPPolicy(Policy):
         """Actions for ``obs (rows, obs_dim)``, row ``r`` using the weights of row ``r``."""
         h = np.asarray(obs, dtype=np.float32).reshape(len(obs), -1)
         for j, (w, b) in enumerate(layers):
-            # Per-row products. Small layers: einsum's C loop (~30% less overhead than a
-            # stacked matmul); large ones: matmul. The choice depends on the layer's shape
-            # only, never on the batch, so a row's result never depends on its batch.
-            if w.shape[1] * w.shape[2] <= 256:
-                h = np.einsum("ri,rio->ro", h, w) + b[:, 0, :]
-            else:
-                h = np.matmul(h[:, None, :], w)[:, 0, :] + b[:, 0, :]
+            # Per-row products and tanh from es.exact, not matmul and np.tanh: their bits
+            # depend on the CPU (BLAS kernel, SIMD level), and a worker's return must not.
+            h = exact.rows_times_matrices(h, w) + b[:, 0, :]
             if j < len(layers) - 1:
-                h = np.tanh(h)
+                h = exact.tanh(h)
         if self.discrete:
             return h.argmax(axis=1)
-        a = np.tanh(h)
+        a = exact.tanh(h)
         if self.low is not None:
             a = self.low + (a + 1) * 0.5 * (self.high - self.low)
         return a

@@ -37,9 +37,8 @@ dense computation (``dense_keypoints``) at a few hundred exponentials per frame 
 depend on which other members share its batch.
 
 **Faster still, for new runs** (``conv="taps"``, ``frame_keypoints``): the filter's response
-is summed source pixel by source pixel in a fixed order instead of by a BLAS product per row,
-whose rounding depends on how many windows the whole stack holds. A frame's keypoints then
-depend on that frame alone, and a game's next observation shares 3 of its 4 frames with the
+is summed source pixel by source pixel in a fixed order, not as a product of each row's
+windows by its filters. A frame's keypoints depend on that frame alone, and a game's next observation shares 3 of its 4 frames with the
 last one: ``KeypointMemo`` reuses them (2 with ``motion``, where the oldest frame's change is
 0), checked byte for byte, so the memo changes the time and no result.
 
@@ -58,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+from es import exact
 from es.interfaces import Policy
 from es.policies import MLPPolicy
 from es.seeding import INIT, rng_for
@@ -78,7 +78,8 @@ _DX = np.array([dx for _, dx in _OFFSETS])
 _PADDED_OFFSETS = _DY * (SIZE + 2) + _DX                      # frame_keypoints' (44, 44) planes
 _PIXELS = SIZE * SIZE
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
-CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv)
+CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv; "blas" is
+                          # the name specs carry: the product is einsum's, whose bits do not depend on the CPU)
 PULLS = ("linear", "windows")  # where each keypoint may look (PongKeypointsPolicy's pull)
 WINDOW_DEPTH = 0.1        # windows: the column logit falls by SHARPNESS x 0.1 x d**4 / 2 at d half-widths from
                           # the window's centre: 0.1 at 0.5, 2 at 1 (its edge), 10 at 1.5, 32 at 2; the ball
@@ -143,7 +144,7 @@ def dense_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
         pull = (pulls[:, :, 0, None, None] * _COORD[None, None, None, :]
                 + pulls[:, :, 1, None, None] * _COORD[None, None, :, None])
     logits = np.minimum(SHARPNESS * (conv + pull[:, :, None]), MAX_LOGIT)
-    e = np.exp(logits).reshape(r, -1, FRAMES, SIZE * SIZE)
+    e = exact.exp(logits).reshape(r, -1, FRAMES, SIZE * SIZE)
     z = e.sum(axis=-1)
     cols, rows = np.tile(np.arange(SIZE), SIZE), np.repeat(np.arange(SIZE), SIZE)
     busy = (x != 0).any(axis=2).reshape(r, 1, FRAMES, SIZE * SIZE)
@@ -159,19 +160,19 @@ def _near_exponentials(conv, pulls, at, xi, yi):
         pull_here = pulls[at, :, 0, xi] + pulls[at, :, 1, yi]
     else:
         pull_here = pulls[at, :, 0] * _COORD[xi, None] + pulls[at, :, 1] * _COORD[yi, None]
-    e_near = np.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
-    return e_near, e_near - np.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
+    e_near = exact.exp(np.minimum(SHARPNESS * (conv + pull_here), MAX_LOGIT))
+    return e_near, e_near - exact.exp(np.minimum(SHARPNESS * pull_here, MAX_LOGIT))
 
 
 def _empty_field(pulls):
     """The softmax's sums over an empty field, separable: per (row, keypoint) the normaliser and
     the column- and row-weighted sums, ``(rows, k)`` each."""
     if pulls.ndim == 4:                                                              # windows: tables
-        ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0], MAX_LOGIT))
-        er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1], MAX_LOGIT))
+        ec = exact.exp(np.minimum(SHARPNESS * pulls[:, :, 0], MAX_LOGIT))
+        er = exact.exp(np.minimum(SHARPNESS * pulls[:, :, 1], MAX_LOGIT))
     else:
-        ec = np.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (rows, k, 42)
-        er = np.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
+        ec = exact.exp(np.minimum(SHARPNESS * pulls[:, :, 0, None] * _COORD, MAX_LOGIT))   # (rows, k, 42)
+        er = exact.exp(np.minimum(SHARPNESS * pulls[:, :, 1, None] * _COORD, MAX_LOGIT))
     sc, sr = ec.sum(axis=-1), er.sum(axis=-1)
     return sc * sr, (ec * np.arange(SIZE)).sum(axis=-1) * sr, sc * (er * np.arange(SIZE)).sum(axis=-1)
 
@@ -208,7 +209,7 @@ def sparse_keypoints(x: np.ndarray, filters: np.ndarray, pulls: np.ndarray):
     conv = np.empty((len(near), k))
     bounds = np.searchsorted(ri, np.arange(r + 1))                   # near pixels are grouped by row
     for i in range(r):                                                # one (n_i, 9 c) x (9 c, k) product per row
-        conv[bounds[i]:bounds[i + 1]] = patch[bounds[i]:bounds[i + 1]] @ filters[i].T
+        conv[bounds[i]:bounds[i + 1]] = np.einsum("nj,jk->nk", patch[bounds[i]:bounds[i + 1]], filters[i].T)
     e_near, e_extra = _near_exponentials(conv, pulls, ri, xi, yi)
     busy = busy_px[near][:, None]
     base_z, base_col, base_row = _empty_field(pulls)
@@ -236,8 +237,7 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray |
     The same softmax as ``sparse_keypoints``, but the filter's response is summed source pixel by
     source pixel: every pixel that differs from the field adds ``value x tap`` to the 9 pixels
     whose window holds it (``bincount``, in a fixed order), where ``sparse_keypoints`` multiplies
-    windows by filters in BLAS, whose rounding depends on how many windows share the product
-    (the other frames of the stack). So a frame's keypoints depend on that frame and its
+    a row's windows by its filters. So a frame's keypoints depend on that frame and its
     member's parameters alone, and a frame seen at the previous step need not be computed again
     (``KeypointMemo``): 3 of 4 frames are reused with ``frames``, 2 of 4 with ``frames+motion``
     (the oldest frame's change is 0 there)."""
@@ -274,7 +274,7 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray |
         table, at = field
         flat_table = table.reshape(-1, k)                      # one index per lookup: np.take is fast
         here = at[ni] * table.shape[1] + yi * SIZE + xi
-        e_near = np.exp(np.minimum(SHARPNESS * (conv + np.take(flat_table, here, axis=0)), MAX_LOGIT))
+        e_near = exact.exp(np.minimum(SHARPNESS * (conv + np.take(flat_table, here, axis=0)), MAX_LOGIT))
         e_extra = e_near - np.take(flat_table, here + _PIXELS, axis=0)
         base_z, base_col, base_row = table[at, 2 * _PIXELS:].transpose(1, 0, 2)
     busy = images.any(axis=1).reshape(-1)[(ni * SIZE + yi) * SIZE + xi][:, None]
@@ -347,7 +347,7 @@ def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
     square, a keypoint whose filter responds strongly saw a ball two half-widths away as well as
     one at its centre). Still separable in column and row, so the empty field's sums stay cheap."""
     centre, width = _window_centre_width(pulls[..., None], scale)
-    columns = -0.5 * WINDOW_DEPTH * ((_COORD - centre) / width) ** 4
+    columns = -0.5 * WINDOW_DEPTH * exact.fourth_power((_COORD - centre) / width)
     rows = scale * pulls[:, :, 2, None] * _COORD
     return np.stack([columns, rows], axis=2)
 
@@ -355,7 +355,7 @@ def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
 def _window_centre_width(pulls: np.ndarray, scale: float):
     """Each window's centre and half-width in [-1, 1] column units, from pull parameters
     ``(rows, k, 3, ...)``."""
-    return scale * pulls[:, :, 0], np.exp(scale * pulls[:, :, 1]) / pulls.shape[1]
+    return scale * pulls[:, :, 0], exact.exp(scale * pulls[:, :, 1]) / pulls.shape[1]
 
 
 def window_columns(pulls: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -377,7 +377,7 @@ def window_field(tables: np.ndarray) -> np.ndarray:
     rows, k = tables.shape[:2]
     logit = (tables[:, :, 0, None, :] + tables[:, :, 1, :, None]).transpose(0, 2, 3, 1).reshape(rows, _PIXELS, k)
     empty = np.stack(_empty_field(tables), axis=1)
-    return np.concatenate([logit, np.exp(np.minimum(SHARPNESS * logit, MAX_LOGIT)), empty], axis=1)
+    return np.concatenate([logit, exact.exp(np.minimum(SHARPNESS * logit, MAX_LOGIT)), empty], axis=1)
 
 
 def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) -> np.ndarray:
@@ -505,7 +505,7 @@ class PongKeypointsPolicy(Policy):
 
     def new_memo(self) -> KeypointMemo | None:
         """A memo for one ``PongGames.play`` (``forward``'s ``memo``); None where frames cannot be
-        reused (``conv="blas"``: a frame's rounding depends on its stack)."""
+        reused (``conv="blas"`` computes each stack whole)."""
         return KeypointMemo(self.keypoints) if self.conv == "taps" else None
 
     def keypoints_of(self, front: np.ndarray, obs, memo: KeypointMemo | None = None,

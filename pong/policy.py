@@ -12,8 +12,8 @@ that matter, and every member ends up repeating one action.
   full resolution because tracking the ball is a comparison of *heights*; the band that
   holds our paddle (columns 36-41) is kept apart from the rest of the field, so "move
   towards the ball's row" is a linear function of the features.
-* ``PongConvPolicy``: two strided convolutions (im2col + batched matmul, each member with its
-  own filters) and a linear read-out.
+* ``PongConvPolicy``: two strided convolutions (im2col + a per-member product, each member
+  with its own filters) and a linear read-out.
 * ``PongObjectsPolicy``: where the objects are, read off the pixels by fixed code (the ball's
   position and velocity, both paddles' heights, ours' speed: centroids of the frames minus the
   background), their pairwise products, then an MLP (or a linear map) to 3 logits. The
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from es import exact
 from es.interfaces import Policy
 from es.policies import MLPPolicy, split_layers
 from es.seeding import INIT, rng_for
@@ -51,7 +52,9 @@ class PongDensePolicy(Policy):
         self.band, self.hidden = int(band), tuple(int(h) for h in hidden)
         self.num_features = 4 * 42 * (42 // self.band)
         self.head = MLPPolicy(self.num_features, N_ACTIONS, self.hidden)
-        self._pool = np.kron(np.eye(42 // self.band), np.ones((self.band, 1))).astype(np.float32) / 255
+        # 0/1 pooling: integer pixels give integer band sums, exact in float32 in any order a
+        # BLAS kernel adds them, so the features have the same bits on every CPU (one rounding: / 255)
+        self._pool = np.kron(np.eye(42 // self.band), np.ones((self.band, 1))).astype(np.float32)
         self._background = (BACKGROUND @ self._pool).reshape(1, -1)   # pooled, per frame
         self.num_params = self.head.num_params
         self.discrete = True
@@ -68,6 +71,7 @@ class PongDensePolicy(Policy):
         r = len(obs)
         x = (obs.reshape(-1, 42).astype(np.float32) @ self._pool).reshape(r, 4, -1)
         x -= self._background
+        x *= np.float32(1 / 255)
         return x.reshape(r, -1)
 
     def initial_params(self, seed: int) -> np.ndarray:
@@ -118,11 +122,12 @@ class PongConvPolicy(Policy):
         x = _centered(obs).transpose(0, 2, 3, 1)           # (rows, 42, 42, 4)
         (w1, b1), (w2, b2), (w3, b3) = layers
         r = len(x)
-        h = np.maximum(np.matmul(_patches(x, 4, 2), w1) + b1, 0)          # (rows, 400, c1)
+        # einsum, not matmul: BLAS's bits depend on the CPU (es.exact)
+        h = np.maximum(np.einsum("rpi,rio->rpo", _patches(x, 4, 2), w1) + b1, 0)   # (rows, 400, c1)
         h = h.reshape(r, 20, 20, -1)
-        h = np.maximum(np.matmul(_patches(h, 4, 2), w2) + b2, 0)          # (rows, 81, c2)
-        logits = np.matmul(h.reshape(r, 1, -1), w3) + b3
-        return logits[:, 0, :].argmax(axis=1)
+        h = np.maximum(np.einsum("rpi,rio->rpo", _patches(h, 4, 2), w2) + b2, 0)   # (rows, 81, c2)
+        logits = exact.rows_times_matrices(h.reshape(r, -1), w3) + b3[:, 0, :]
+        return logits.argmax(axis=1)
 
 
 # Object features. Field rows 7..37 lie between the walls (rows 4-6 and 38-41 hold the walls,

@@ -14,3 +14,19 @@ def subprocess_env(**extra) -> dict:
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PATH": path, "PYTHONPATH": pythonpath, "PYTHON": sys.executable, **extra}
+
+
+def _have(feature: str) -> bool:
+    from numpy._core._multiarray_umath import __cpu_features__
+    return bool(__cpu_features__.get(feature))
+
+
+def emulated_cpus() -> list[dict]:
+    """Environments of three other x86-64 PCs, as far as this CPU can pretend: another OpenBLAS
+    kernel each (``OPENBLAS_CORETYPE``); NumPy without AVX-512, and without AVX2 as well
+    (``NPY_DISABLE_CPU_FEATURES``, where this CPU has them)."""
+    no_v4 = " ".join(f for f in ("AVX512_SPR", "AVX512_ICL", "X86_V4") if _have(f))
+    no_v3 = " ".join(f for f in ("AVX512_SPR", "AVX512_ICL", "X86_V4", "X86_V3") if _have(f))
+    return [{"OPENBLAS_CORETYPE": "Sandybridge"},
+            {"OPENBLAS_CORETYPE": "Haswell", **({"NPY_DISABLE_CPU_FEATURES": no_v4} if no_v4 else {})},
+            {"OPENBLAS_CORETYPE": "Zen", **({"NPY_DISABLE_CPU_FEATURES": no_v3} if no_v3 else {})}]

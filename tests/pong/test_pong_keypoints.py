@@ -138,7 +138,7 @@ def test_the_keypoints_are_pinned_bit_for_bit():
     assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == PINNED
 
 
-PINNED_TAPS = {(True, "linear", False): "7967fda0ab39cb7e", (False, "windows", False): "85d8f16bda4ad6a0",
+PINNED_TAPS = {(True, "linear", False): "7967fda0ab39cb7e", (False, "windows", False): "6473c3d06b038023",
                (False, "windows", True): "86e629564d44950c"}
 
 
@@ -176,7 +176,7 @@ def test_attempt_14s_trained_front_end_is_pinned_bit_for_bit():
         seen.append(policy.features(front[episodes * 0], obs, memo, episodes))
         return np.full(len(episodes), (len(seen) // 9) % 3)
     PongGames(2, downsample_batch, stack_batch).play(choose, [11, 12], max_steps=300)
-    assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == "a77726a748cb3431"
+    assert hashlib.sha256(np.concatenate(seen).tobytes()).hexdigest()[:16] == "04037b39c382f2b4"
 
 
 @pytest.mark.parametrize("spec, ok", [({"type": "pong_keypoints"}, True),
