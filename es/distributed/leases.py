@@ -26,8 +26,9 @@ def chunks_to_requeue(queued_at: dict, in_queue: set, leases: dict, now: float, 
 class Board:
     """``open`` publishes a generation; ``requeue``, ``requeue_expired``, ``republish`` hand chunks out again."""
 
-    def __init__(self, link, run: str, spec: dict, lease_seconds: float, log):
+    def __init__(self, link, run: str, spec: dict, lease_seconds: float, log, platform: str = "", verify: bool = True):
         self.link, self.run, self.spec, self.lease_seconds, self.log = link, run, spec, lease_seconds, log
+        self.platform, self.verify = platform, verify      # the master's, published with each task
         self.waiting, self.running = 0, {}        # as of the last requeue_expired
 
     def open(self, task, seeds, center_seeds, cap: int, bounds, order=None, center_here: bool = False) -> None:
@@ -49,7 +50,8 @@ class Board:
     def _stamp(self) -> None:
         self.nonce = secrets.token_hex(8)
         self.record = P.encode_task(self.task, self.spec, self.seeds, self.center_seeds, run=self.run, nonce=self.nonce,
-                                    max_length=self.cap, lease_seconds=self.lease_seconds)
+                                    max_length=self.cap, lease_seconds=self.lease_seconds, platform=self.platform,
+                                    verify=self.verify)
         self.digest = P.task_digest(self.record)
         self.jobs = {jid: P.encode_job(self.run, self.nonce, self.task.generation, a, b, jid == self.center_chunk)
                      for a, b, jid in self.chunk_of.values()}

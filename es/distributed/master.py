@@ -35,12 +35,13 @@ from ..errors import ESError
 from ..evaluators import GenerationResult, member_obs, put_obs
 from ..interfaces import Evaluator
 from ..parallel import EvaluationError, chunk_bounds, dispatch_order, guided_bounds
+from . import platform as PL
 from . import protocol as P
 from .connection import RedisLink
 from .leases import Board, chunks_to_requeue  # noqa: F401 -- chunks_to_requeue: the classroom's reference
-from .verify import Verifier
+from .verify import Verifier, extreme_members, extremes_per_side
 
-COUNTS = ("dropped", "stale", "banned_results", "errors", "repaired")
+COUNTS = ("dropped", "stale", "banned_results", "errors", "repaired", "unverifiable")
 MIN_WORKERS = 4        # chunks are cut for at least this many workers until more are heard from
 MAX_HELD = 8           # results held per chunk for probation; more are dropped
 BACKUP_AFTER = 2.0     # a chunk still running this many times longer than expected is handed out again
@@ -75,7 +76,13 @@ class RedisEvaluator(Evaluator):
         self.log = log or logging.getLogger(__name__).warning
         self.link = RedisLink(url, max_outage=max_outage, log=self.log, password=password)
         self.run = secrets.token_hex(8)              # new for every master process
-        self.board = Board(self.link, self.run, spec, float(lease_seconds), self.log)
+        # Platform classes: a result is checked only against evaluations of its own class, and
+        # the master's evaluations are of its class; a worker of another cannot be checked.
+        self.platform, self.checks_results = PL.describe(), spot_checks != 0
+        self.platforms: dict = {}                    # worker id -> its announced description, or None
+        self._classes_said = None
+        self.board = Board(self.link, self.run, spec, float(lease_seconds), self.log, PL.encode(self.platform),
+                           self.checks_results)
         self.verify = Verifier(problem, spot_checks, probation, self.log, trusted, catch_within)
         self.banned = self.verify.banned             # worker id -> reason
         self.counts = dict.fromkeys(COUNTS, 0)       # per generation
@@ -144,24 +151,28 @@ class RedisEvaluator(Evaluator):
         self._heard_now: set = set()
         self._started, self._per_member, self._backed = {}, 0.0, set()   # chunk -> first seen running; seconds
         self._info = dict.fromkeys(("requeued", "discarded", "probation_checks", "vouched", "master_chunks",
-                                    "backups", "late"), 0)
+                                    "backups", "late", "extremes_replayed"), 0)
         last_check, last_news = 0.0, time.monotonic()
+        self._truth: dict = {}       # member -> what the master measured (extremes replayed)
         try:
-            while len(self._done) < len(bd.chunk_of) or (center is not None and not center.done()):
-                for raw in self._pop_results(0.05 if self._own else 0.5):
-                    if self._receive(raw):
+            while True:
+                while len(self._done) < len(bd.chunk_of) or (center is not None and not center.done()):
+                    for raw in self._pop_results(0.05 if self._own else 0.5):
+                        if self._receive(raw):
+                            last_news = time.monotonic()
+                    if self._own and self._collect_own():
                         last_news = time.monotonic()
-                if self._own and self._collect_own():
-                    last_news = time.monotonic()
-                if time.monotonic() - last_check > min(1.0, bd.lease_seconds / 4):
-                    last_check = time.monotonic()
-                    self._info["requeued"] += bd.requeue_expired(self._done, self._deadline())
-                    self._evaluate_unsettled()
-                    self._back_up()
-                if time.monotonic() - last_news > 30:
-                    last_news = time.monotonic()
-                    self.log(f"redis: generation {g}: {len(bd.chunk_of) - len(self._done)} of {len(bd.chunk_of)} chunks "
-                             "pending; start workers with: python -m es worker --redis URL")
+                    if time.monotonic() - last_check > min(1.0, bd.lease_seconds / 4):
+                        last_check = time.monotonic()
+                        self._info["requeued"] += bd.requeue_expired(self._done, self._deadline())
+                        self._evaluate_unsettled()
+                        self._back_up()
+                    if time.monotonic() - last_news > 30:
+                        last_news = time.monotonic()
+                        self.log(f"redis: generation {g}: {len(bd.chunk_of) - len(self._done)} of {len(bd.chunk_of)} "
+                                 "chunks pending; start workers with: python -m es worker --redis URL")
+                if not self._lie_at_the_extremes():
+                    break              # else its teller was banned and its chunks are queued again
         finally:
             for fut in self._own.values():
                 fut.cancel()       # not started: not needed any more; one running is left to finish
@@ -173,6 +184,7 @@ class RedisEvaluator(Evaluator):
                                       f"{exc.__class__.__name__}: {exc}") from None
             self._center = (cr, cl, "master")
         self._heard = self._heard_now or self._heard
+        self._say_classes()
         info = {"workers": len(set(self._done.values()) - {"master"}), "chunks": len(bounds), **self._info,
                 "held": sum(map(len, self._held.values())), "spot_checked": self.verify.checked(), "spot_rate": self.verify.rate,
                 "spot_check_seconds": self.verify.spot_seconds, "center_seconds": self.verify.center_seconds,
@@ -229,6 +241,8 @@ class RedisEvaluator(Evaluator):
         if res["kind"] == 0 and (jid == bd.center_chunk) != (res["center"] is not None):
             self._drop(f"chunk {jid} {'lacks' if jid == bd.center_chunk else 'has'} a center return")
             return False
+        if self._unverifiable(w, res, jid):
+            return False
         if w not in self.banned:
             self._heard_now.add(w)
         if jid in self._done:
@@ -246,6 +260,87 @@ class RedisEvaluator(Evaluator):
             self._hold(w, res, a, b, jid)
             return False
         return self._trusted(res, a, b, jid)
+
+    def _lie_at_the_extremes(self) -> bool:
+        """Before the update: replay every member of an id the master did not issue whose rank is
+        among the extremes (``verify.extreme_members``), the largest weights of the update; a
+        difference bans its id (True: its chunks are queued again). So a lie that gives a member
+        one of the largest weights is caught in the generation it is told."""
+        if not self.checks_results:
+            return False
+        owner = {}
+        for jid, w in self._done.items():
+            if w != "master" and w not in self.verify.own:
+                a, b = self.board.members[jid]
+                owner.update(dict.fromkeys(range(a, b), w))
+        n = len(self._returns)
+        suspects = [int(m) for m in extreme_members(self._returns, extremes_per_side(n)) if int(m) in owner]
+        if not suspects:
+            return False
+        self._truth.update({m: v for m, v in self.verify.measured().items() if m not in self._truth})
+        todo = [m for m in suspects if m not in self._truth]
+        if todo:
+            self._truth.update(self.verify.replay(todo))
+            self._info["extremes_replayed"] += len(todo)
+        g = self.board.task.generation
+        for m in suspects:
+            want_r, want_l, want_obs = self._truth[m]
+            got_obs = b"" if self._obs is None else self._obs[0][m].tobytes() + self._obs[1][m].tobytes()
+            if (float(self._returns[m]), int(self._lengths[m]), got_obs) != (want_r, want_l, want_obs):
+                self._ban(owner[m], f"member {m} of generation {g} returned {float(self._returns[m])!r} in "
+                                    f"{int(self._lengths[m])} steps, the master measured {want_r!r} in {want_l} "
+                                    "(one of the extreme ranks, replayed before the update)")
+                return True
+        return False
+
+    def _platform_of(self, w: str):
+        """The platform ``w`` announced this generation (read once per id), or None."""
+        if w not in self.platforms:
+            raw = self.link.repair(self.link.client.hget, P.LEASES, PL.field(w), key=P.LEASES)
+            try:
+                self.platforms[w] = PL.decode(raw) if raw is not None else None
+            except P.BadPayload as exc:
+                self.log(f"redis: worker {w} announced an unreadable platform ({exc}); checked as the master's class")
+                self.platforms[w] = None
+        return self.platforms[w]
+
+    def _unverifiable(self, w: str, res: dict, jid: str) -> bool:
+        """A refusal, or a result of another platform class than the master's while results are
+        checked: never used, never a ban (its last bits may differ honestly); the chunk is
+        queued again at the front."""
+        desc = self._platform_of(w)
+        refused = res["kind"] == 1 and res["message"].startswith(PL.REFUSAL)
+        other = self.checks_results and desc is not None and desc["key"] != self.platform["key"]
+        if not (refused or other):
+            return False
+        if jid not in self._done and w not in self.banned:
+            self.counts["unverifiable"] += 1
+            self._info["requeued"] += self.board.requeue(jid, f"worker {w} is of another platform class", front=True)
+        return True
+
+    def _say_classes(self) -> None:
+        """One line, when it changes: which platform classes joined and how each is checked."""
+        groups: dict = {}
+        for w, desc in self.platforms.items():
+            if w not in self.banned:
+                d = desc or self.platform
+                groups.setdefault(d["key"], (d, []))[1].append(desc or {})
+        if not groups or sorted((k, len(v[1])) for k, v in groups.items()) == self._classes_said:
+            return
+        self._classes_said = sorted((k, len(v[1])) for k, v in groups.items())
+        parts = []
+        for key, (d, members) in sorted(groups.items(), key=lambda kv: kv[0] != self.platform["key"]):
+            kernels = sorted({m.get("blas", "?") for m in members})
+            simd = sorted({m.get("simd", "?") for m in members})
+            if key == self.platform["key"]:
+                how = ("checked against the master's replays (the same bits on every BLAS kernel and SIMD level)"
+                       if self.checks_results else "trusted without checks (--spot-checks 0)")
+            else:
+                how = ("cannot be checked: no trusted evaluation of its class, so its results are not used (no ban)"
+                       if self.checks_results else "trusted without checks (--spot-checks 0): its bits may differ")
+            parts.append(f"[{PL.label(d)}{' (the master)' if key == self.platform['key'] else ''}: "
+                         f"{len(members)} worker(s), BLAS {', '.join(kernels)}, SIMD {', '.join(simd)}: {how}]")
+        self.log("redis: platform classes: " + " ".join(parts))
 
     def _back_up(self) -> None:
         """Hand out again, once, a chunk that has run ``backup_after`` times longer than the

@@ -7,12 +7,14 @@ the master or a worker reads is validated before use (``BadPayload`` says why).
                        hyper-parameters, ``center`` (raw float32 bytes, with ``sha256``),
                        ``problem`` (JSON spec), episode ``seeds``, ``max_length``,
                        ``obs_norm`` (raw float64 mean and std, empty where the problem does
-                       not normalize observations: es.obs_norm), ...
+                       not normalize observations: es.obs_norm), ``platform`` (the
+                       master's, JSON) and ``verify`` (1: results are checked), ...
 ``es:jobs``    list    JSON ``{"r": run, "n": nonce, "g": gen, "a": first, "b": end, "c": 0|1}``
                        (``c``: this chunk also plays the center; none does where the master
                        plays it), popped from the front, the largest chunk first
 ``es:leases``  hash    ``"g:a:b"`` -> JSON ``{"w": worker, "n": nonce, "t": redis TIME}``;
-                       ``"ready:WORKER"``: a worker the master started has built the problem
+                       ``"ready:WORKER"``: a worker the master started has built the problem;
+                       ``"platform:WORKER"``: the platform a worker announced (``platform``)
 ``es:results`` list    binary results (below), one per chunk
 =============  ======  ==============================================================
 
@@ -111,7 +113,9 @@ def _hex8(value, name: str) -> str:
 
 # ---- task record ----
 def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonce: str, max_length: int,
-                lease_seconds: float) -> dict:
+                lease_seconds: float, platform: str = "", verify: bool = True) -> dict:
+    """``platform``: the master's description (``platform.encode``); ``verify``: whether it
+    checks results (a worker of another class is then told it cannot be verified)."""
     center = np.ascontiguousarray(task.center, dtype=np.float32)
     raw = center.tobytes()
     return {"run": run, "nonce": nonce, "generation": str(task.generation), "seed": str(task.seed),
@@ -121,7 +125,8 @@ def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonc
             "problem": json.dumps(problem_spec, sort_keys=True), "seeds": json.dumps([int(s) for s in seeds]),
             "center_seeds": json.dumps([int(s) for s in (center_seeds if center_seeds is not None else [])]),
             "max_length": str(int(max_length)), "lease_seconds": repr(float(lease_seconds)),
-            "obs_norm": b"" if task.obs_norm is None else np.ascontiguousarray(task.obs_norm, dtype="<f8").tobytes()}
+            "obs_norm": b"" if task.obs_norm is None else np.ascontiguousarray(task.obs_norm, dtype="<f8").tobytes(),
+            "platform": platform, "verify": "1" if verify else "0"}
 
 
 DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "sha256", "shape", "dtype",
@@ -149,7 +154,8 @@ def _seed_list(value, name: str) -> list[int]:
 
 def decode_task(record: dict):
     """``(GenerationTask, problem_spec, seeds, center_seeds, meta)``, every field checked
-    (``meta``: ``run``, ``nonce``, ``digest``, ``max_length``, ``lease_seconds``)."""
+    (``meta``: ``run``, ``nonce``, ``digest``, ``max_length``, ``lease_seconds``, ``platform``:
+    the master's description or None, ``verify``)."""
     from ..strategy import GenerationTask
     rec = {_text(k): v for k, v in record.items()}
     need = {*DIGEST_FIELDS, "center", "lease_seconds"}
@@ -157,7 +163,10 @@ def decode_task(record: dict):
         raise BadPayload(f"task record lacks {sorted(need - set(rec))}")
     meta = {"run": _hex8(rec["run"], "run"), "nonce": _hex8(rec["nonce"], "nonce"), "digest": task_digest(rec),
             "max_length": _num(rec["max_length"], "max_length", 0, 2 ** 32 - 1),
-            "lease_seconds": _num(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0, float)}
+            "lease_seconds": _num(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0, float),
+            "verify": _text(rec.get("verify", "1")) != "0"}
+    from .platform import decode as decode_platform
+    meta["platform"] = decode_platform(rec["platform"]) if rec.get("platform") else None
     generation = _num(rec["generation"], "generation", 0, 2 ** 32 - 1)
     population = _num(rec["population"], "population", 2, MAX_POPULATION)
     seed = _num(rec["seed"], "seed", 0, 2 ** 63 - 1)

@@ -50,6 +50,7 @@ def _obs_row(obs, i: int) -> bytes:
 
 
 DELTA = 1e-3          # a liar escapes its target number of lies with at most this probability
+EXTREME_SHARE = 64    # the members within ceil(n / 64) ranks of either end are replayed before the update
 CATCH_WITHIN = 442    # the default target: caught by its 442nd lie (rate 1/64.5)
 NEW_ID_SCALE = 4      # an id with v verified results is replayed at 1/(4 (1 + v)) at least
 
@@ -67,6 +68,20 @@ def chunks_to_catch(f: float, n: int, p: float, delta: float = DELTA) -> int:
     the least c with (1 - p)^(ceil(f n) c) <= delta."""
     lies = max(1, math.ceil(f * n - 1e-9))
     return math.ceil(math.log(delta) / (lies * math.log1p(-p)) - 1e-9)   # not 443 for 442.0000000001
+
+
+def extreme_members(returns, per_side: int) -> np.ndarray:
+    """The members whose rank (ties share their mean rank, as ``es.shaping.ranks``) is within
+    ``per_side`` of either end: those whose centered-rank weight is within ``per_side / (n - 1)``
+    of +-1/2, the largest of an update. A tied block qualifies only as a whole (at most
+    ``2 per_side + 1`` members a side), so a lie cannot hide in a tie."""
+    from ..shaping import ranks
+    r = ranks(np.asarray(returns, dtype=np.float64))
+    return np.flatnonzero((r <= per_side) | (r >= len(r) - 1 - per_side))
+
+
+def extremes_per_side(population: int) -> int:
+    return -(-population // EXTREME_SHARE)
 
 
 class Verifier:
@@ -165,6 +180,22 @@ class Verifier:
             self.seconds += time.perf_counter() - t0
         return {"returns": r, "lengths": l, "center": (cr, cl) if center_seeds is not None else None,
                 "obs": obs, "worker": "master", "generation": task.generation}
+
+    def measured(self) -> dict:
+        """member -> (return, length, observation statistics) the master measured this
+        generation so far, without waiting (spot checks)."""
+        out = dict(self._extra)
+        if self._replay is not None and self._replay.done() and self._replay.exception() is None:
+            out.update(self._replay.result())
+        return out
+
+    def replay(self, members) -> dict:
+        """``members`` played here now: member -> (return, length, observation statistics)."""
+        try:
+            return self._pool.submit(self._spot_check, self.task, self.seeds, [int(m) for m in members]).result()
+        except Exception as exc:  # noqa: BLE001 -- the master's own environment failed
+            raise ESError(f"the master could not replay members {list(members)[:8]}: "
+                          f"{exc.__class__.__name__}: {exc}") from None
 
     def checked(self) -> int:
         """How many members were spot-checked this generation (none is replayed to count them)."""

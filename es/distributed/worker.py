@@ -22,6 +22,7 @@ import threading
 import time
 
 from ..evaluators import evaluate_members
+from . import platform as PL
 from . import protocol as P
 from .connection import RedisLink, where
 from .server import die_with_parent
@@ -76,6 +77,8 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
     cached = None   # (run, nonce, decoded task)
     said: set = set()
     jobs_done = 0
+    mine = PL.describe()
+    refused = None  # the run whose master cannot verify this worker: its jobs are left to others
 
     def once(key, msg):
         if key not in said:
@@ -95,6 +98,16 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             log(f"worker {wid.hex()}: could not say it is ready ({exc})")
     item = None    # a job taken with the last result (one round trip for both)
     while more():
+        if refused is not None:      # wait for another run (a master of this worker's class)
+            try:
+                run = call(r.hget, P.TASK, "run")
+            except redis.ResponseError:
+                run = None
+            if run is not None and run.decode(errors="replace") != refused:
+                refused = None
+            else:
+                time.sleep(2.0 if stop is None else 0.2)
+                continue
         try:
             item = item or call(r.blpop, P.JOBS, timeout=1)
         except redis.ResponseError as exc:
@@ -121,6 +134,8 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 continue  # a job of another run or an older generation: the master has moved on
             try:
                 cached = (job["r"], job["n"], P.decode_task(call(r.hgetall, P.TASK)))
+                # announced once per generation: a new generation clears es:leases
+                call(r.hset, P.LEASES, PL.field(wid.hex()), PL.encode(mine))
             except (P.BadPayload, redis.ResponseError) as exc:
                 cached = None
                 log(f"worker {wid.hex()}: the task record is unusable ({exc}); telling the master")
@@ -129,6 +144,17 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 time.sleep(1.0)
                 continue
         task, spec, seeds, center_seeds, meta = cached[2]
+        theirs = meta["platform"]
+        if meta["verify"] and theirs is not None and theirs["key"] != mine["key"]:
+            log(f"worker {wid.hex()}: the master of run {job['r']} cannot verify this worker, so it will not use "
+                f"its results (this is no ban). It checks a result by replaying it, and a replay on another "
+                f"platform class may differ in the last bits: {PL.differences(theirs, mine)}. Run this worker on "
+                f"a PC of the master's class (the same packages and C math library), or start the master with "
+                f"--spot-checks 0 where every worker is yours. Waiting for another run.")
+            _push(link, P.encode_error(wid, job["r"], job["n"], meta["digest"], job["g"], job["a"], job["b"] - job["a"],
+                                       f"{PL.REFUSAL} {mine['key']} differs from the master's {theirs['key']}"), None, log)
+            refused = job["r"]
+            continue
         if task.generation != job["g"] or job["b"] > task.population:
             log(f"worker {wid.hex()}: dropped job {P.job_id(job)}: not a chunk of generation {task.generation} "
                 f"(population {task.population})")

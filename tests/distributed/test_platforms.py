@@ -1,0 +1,187 @@
+"""A lab of mixed PCs: honest workers on other BLAS kernels and NumPy SIMD levels are checked
+and never banned, a worker of another platform class is told it cannot be verified, and a lie
+that would carry one of an update's largest weights is caught in the generation it is told.
+
+Other CPUs are emulated on this one, each worker in its own process: ``OPENBLAS_CORETYPE``
+picks another OpenBLAS kernel, ``NPY_DISABLE_CPU_FEATURES`` turns NumPy's AVX-512 or AVX2
+code off, ``GLIBC_TUNABLES`` turns the C library's FMA versions off (another platform class).
+"""
+import hashlib
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import es
+from es.distributed import platform as PL
+from es.distributed import protocol as P
+from es.distributed.master import RedisEvaluator
+from es.distributed.verify import extreme_members
+from es.distributed.worker import run_worker
+from es.training import make_problem_for
+from child_env import emulated_cpus, subprocess_env
+
+from clean_runs import clean_center
+
+
+class Lab:
+    """Worker processes, each with its own environment, their logs in files."""
+
+    def __init__(self, url, envs, tmp_path):
+        self.procs, self.logs = [], []
+        for i, extra in enumerate(envs):
+            log = tmp_path / f"worker{i}.log"
+            self.logs.append(log)
+            self.procs.append(subprocess.Popen([sys.executable, "-m", "es", "worker"],
+                                               env={**subprocess_env(), "ES_REDIS_URL": url, **extra},
+                                               stderr=open(log, "w"), stdout=subprocess.DEVNULL))
+
+    def ids(self, timeout=60) -> list[str]:
+        """Each worker's id (its first line says it)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            heads = [log.read_text().split("\n", 1)[0].split() for log in self.logs]
+            if all(len(h) > 1 for h in heads):
+                return [h[1] for h in heads]
+            time.sleep(0.1)
+        raise AssertionError("a worker never started")
+
+    def text(self, i) -> str:
+        return self.logs[i].read_text()
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+def run_master(url, cfg, logs, chunks=6, **kw):
+    problem = make_problem_for(cfg)
+    ev = RedisEvaluator(problem, url, chunks=chunks, lease_seconds=10.0, log=logs.append, **kw)
+    try:
+        return es.train(cfg, problem, evaluator=ev, final_eval=False), ev
+    finally:
+        ev.close()
+
+
+LABS = {
+    "cartpole-mlp": lambda: es.config_for("cartpole", seed=3, generations=4, population=48, hidden=[64, 64],
+                                          reward_goal=1e9),
+    "halfcheetah-mlp": lambda: es.config_for("halfcheetah", seed=0, generations=6, population=32, max_steps=300,
+                                             extra={"policy": "mlp"}, reward_goal=1e9),
+    "pong-keypoints": lambda: es.config_for("pong", seed=4, generations=2, population=12, max_steps=200, hidden=[8],
+                                            extra={"policy": "keypoints", "keypoints": 3, "num_envs": 4,
+                                                   "keypoint_conv": "taps", "pull": "windows", "head_inputs": "vbn"},
+                                            reward_goal=1e9, sigma=0.1),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_a_lab_of_mixed_kernels_bans_no_honest_worker_and_ends_bit_identical(server, tmp_path, lab):
+    """Three workers on other BLAS kernels and SIMD levels: the master holds each one's first
+    result against its own evaluation, then spot-checks it and replays the extreme ranks; every
+    bit must match. (Before es.exact, a Sandybridge-kernel worker was banned in HalfCheetah's
+    generation 0.)"""
+    if lab.startswith("halfcheetah"):
+        pytest.importorskip("mujoco")
+    cfg = LABS[lab]()
+    reference = clean_center(cfg)
+    workers = Lab(server.worker_url, emulated_cpus(), tmp_path)
+    logs = []
+    try:
+        ids = workers.ids()
+        result, ev = run_master(server.url, cfg, logs)
+    finally:
+        workers.stop()
+    assert not ev.banned, ev.banned
+    assert np.array_equal(result.center, reference), "the run diverged from the single-process run"
+    vouched = {w for w in ids if ev.verify.passed.get(w, 0) >= 1}
+    assert vouched == set(ids), f"not every worker's result was checked against the master's: {ev.verify.passed}"
+    line = [m for m in logs if "platform classes" in m]
+    assert len(line) >= 1 and "(the master)" in line[-1] and "cannot be checked" not in line[-1], line
+
+
+def test_a_worker_of_another_platform_class_is_told_plainly_and_never_banned(server, tmp_path):
+    """A worker whose C math library gives other bits (its FMA versions turned off) cannot be
+    checked by replaying its results here: it says so when it reads the first task, takes no
+    more of the run's jobs, and the master lists its class as unchecked. No ban; the run is
+    the single-process run."""
+    other = {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
+    probe = subprocess.run([sys.executable, "-c", "from es.distributed import platform as p; print(p.describe()['key'])"],
+                           env={**subprocess_env(), **other}, capture_output=True, text=True, timeout=120)
+    if probe.stdout.strip() == PL.describe()["key"]:
+        pytest.skip("turning glibc's FMA versions off changes nothing on this machine")
+    cfg = es.config_for("cartpole", seed=2, generations=3, population=64, reward_goal=1e9)
+    workers = Lab(server.worker_url, [{}, other], tmp_path)
+    logs = []
+    try:
+        ids = workers.ids()
+        result, ev = run_master(server.url, cfg, logs)
+    finally:
+        workers.stop()
+    assert np.array_equal(result.center, clean_center(cfg))
+    assert not ev.banned, ev.banned
+    told = workers.text(1)
+    assert "cannot verify this worker" in told and "no ban" in told and "libm" in told, told
+    assert ev.platforms[ids[1]]["key"] != ev.platform["key"]
+    assert not [e for e in ev.accepted if e[2] == ids[1]], "a result of the unverifiable worker was used"
+    line = [m for m in logs if "platform classes" in m][-1]
+    assert "(the master)" in line and "cannot be checked" in line, line
+
+
+def test_the_extremes_are_the_members_with_the_largest_weights_and_ties_count_whole():
+    returns = np.array([5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 4.0])
+    assert sorted(extreme_members(returns, 1)) == [1, 2, 5, 6]        # ranks 0, 1 and 6, 7
+    tied = np.array([9.0, 9.0, 9.0, 1.0, 2.0, 3.0, 4.0, 5.0])          # the top three share rank 6
+    assert sorted(extreme_members(tied, 1)) == [0, 1, 2, 3, 4]
+    wide = np.array([9.0] * 4 + [1.0, 2.0, 3.0, 4.0])                   # four share rank 5.5: not within 1
+    assert sorted(extreme_members(wide, 1)) == [4, 5]
+
+
+def one_member_per_chunk_after_an_honest_first(told: list):
+    """The issue's liar: its first job honest, then +100 on one member of every chunk."""
+    rng = np.random.default_rng(11)
+
+    def liar(job, returns, lengths, center):
+        told.append(job["g"])
+        if len(told) > 1:
+            returns = returns.copy()
+            returns[rng.integers(len(returns))] += 100.0
+            told[-1] = (job["g"], P.job_id(job), hashlib.sha256(returns.tobytes()).hexdigest()[:16])
+        return returns, lengths, center
+    return liar
+
+
+@pytest.mark.parametrize("generations", [4, pytest.param(12, marks=pytest.mark.slow)])
+def test_an_honest_first_then_one_lie_per_chunk_is_caught_in_the_generation_it_is_told(server, generations):
+    """CartPole, population 256, two honest workers and the liar. Before, in one of two trials
+    its 29 lies all reached the update and the run ended elsewhere. A +100 lifts the member to
+    the top rank, which is replayed before the update: the liar is banned in the generation of
+    its first lie, no lie is used, and the run equals the single-process run."""
+    cfg = es.config_for("cartpole", seed=2, generations=generations, population=256, reward_goal=1e9)
+    told: list = []
+    liar = one_member_per_chunk_after_an_honest_first(told)
+    stop, logs = threading.Event(), []
+    threads = [threading.Thread(target=run_worker, args=(server.worker_url,), daemon=True,
+                                kwargs=dict(log=logs.append, tamper=t, stop=stop)) for t in (None, None, liar)]
+    for t in threads:
+        t.start()
+    try:
+        result, ev = run_master(server.master_url, cfg, logs, chunks=8)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    lies = [x for x in told if isinstance(x, tuple)]
+    assert np.array_equal(result.center, clean_center(cfg))
+    if not lies:
+        pytest.skip("the liar got no second job")
+    assert len(ev.banned) == 1, ev.banned
+    assert not {(g, j, d) for g, j, _, d in ev.accepted} & set(lies), "a lie entered an update"
+    first_lie = min(g for g, _, _ in lies)
+    assert [m for m in logs if "banned worker" in m and f"of generation {first_lie} " in m], logs
