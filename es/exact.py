@@ -6,11 +6,12 @@ NumPy's ``exp``, ``tanh`` and ``power`` pick a SIMD implementation for the CPU t
 depends on the CPU model. Each gave other last bits on another PC; in continuous control or a
 softmax a last bit becomes another return, so an honest worker on an older PC looked like a liar.
 
-Used instead: IEEE's basic operations (``+ - * /``, ``rint``, ``ldexp``: each correctly
-rounded, one ufunc call at a time, so no compiler fuses a multiply into an add) in a fixed
-order, and ``np.einsum`` without ``optimize`` (NumPy's own loop, compiled for the x86-64
-baseline, not BLAS). ``tests/core/test_exact.py`` runs them in fresh processes under several
-OpenBLAS kernels and NumPy SIMD levels and finds one set of bits.
+Used instead: IEEE's basic operations (``+ - * /``, ``rint``, each correctly rounded, one
+ufunc call at a time, so no compiler fuses a multiply into an add; powers of two built from
+their bits) in a fixed order, and ``np.einsum`` without ``optimize`` (NumPy's own loop,
+compiled for the x86-64 baseline, not BLAS). The course repository's
+``tests/core/test_exact.py`` runs them in fresh processes under several OpenBLAS kernels and
+NumPy SIMD levels and finds one set of bits.
 """
 from __future__ import annotations
 

@@ -105,6 +105,14 @@ def decode(raw) -> dict:
     return desc
 
 
+def decode_or_none(raw):
+    """``decode``, or None for no description or an unreadable one (then checked as the master's class)."""
+    try:
+        return decode(raw) if raw else None
+    except P.BadPayload:
+        return None
+
+
 def field(worker: str) -> str:
     """The ``es:leases`` field where a worker announces its platform."""
     return f"platform:{worker}"

@@ -155,7 +155,7 @@ def _seed_list(value, name: str) -> list[int]:
 def decode_task(record: dict):
     """``(GenerationTask, problem_spec, seeds, center_seeds, meta)``, every field checked
     (``meta``: ``run``, ``nonce``, ``digest``, ``max_length``, ``lease_seconds``, ``platform``:
-    the master's description or None, ``verify``)."""
+    the master's description as sent (``platform.decode`` reads it) or None, ``verify``)."""
     from ..strategy import GenerationTask
     rec = {_text(k): v for k, v in record.items()}
     need = {*DIGEST_FIELDS, "center", "lease_seconds"}
@@ -164,9 +164,7 @@ def decode_task(record: dict):
     meta = {"run": _hex8(rec["run"], "run"), "nonce": _hex8(rec["nonce"], "nonce"), "digest": task_digest(rec),
             "max_length": _num(rec["max_length"], "max_length", 0, 2 ** 32 - 1),
             "lease_seconds": _num(rec["lease_seconds"], "lease_seconds", 0.05, 3600.0, float),
-            "verify": _text(rec.get("verify", "1")) != "0"}
-    from .platform import decode as decode_platform
-    meta["platform"] = decode_platform(rec["platform"]) if rec.get("platform") else None
+            "verify": _text(rec.get("verify", "1")) != "0", "platform": rec.get("platform") or None}
     generation = _num(rec["generation"], "generation", 0, 2 ** 32 - 1)
     population = _num(rec["population"], "population", 2, MAX_POPULATION)
     seed = _num(rec["seed"], "seed", 0, 2 ** 63 - 1)

@@ -144,7 +144,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 time.sleep(1.0)
                 continue
         task, spec, seeds, center_seeds, meta = cached[2]
-        theirs = meta["platform"]
+        theirs = PL.decode_or_none(meta["platform"])
         if meta["verify"] and theirs is not None and theirs["key"] != mine["key"]:
             log(f"worker {wid.hex()}: the master of run {job['r']} cannot verify this worker, so it will not use "
                 f"its results (this is no ban). It checks a result by replaying it, and a replay on another "
