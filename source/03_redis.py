@@ -377,8 +377,9 @@ plt.show()
 # In section 4 every worker reads the whole center every generation. Salimans et al. (2017,
 # their Algorithm 2) send less: every worker keeps its own copy of the center. A member's noise
 # is a function of (run seed, generation, pair) alone, so a worker that knows every member's
-# return can rebuild every member's noise and take the same step as the master, bit for bit.
-# Once every worker holds the starting center, only scalar returns travel: each generation a
+# return can rebuild every member's noise and take the same step as the master, bit for bit
+# (here, processes on one machine: on another CPU model a BLAS product such as `noise.T @ z` may
+# round differently, so a cluster of mixed PCs sums in a fixed order). Once every worker holds the starting center, only scalar returns travel: each generation a
 # worker plays its members, sends their returns, receives every worker's returns and steps.
 #
 # **`update_from_returns(center, seed, generation, chunk_returns, sigma, lr)`**
@@ -653,7 +654,17 @@ for dim in (10, 100_000):
 # The course's own Redis master (not in a release) adds what a cluster of strangers' machines
 # needs: a run id and a per-generation nonce that every result repeats, access roles,
 # heartbeats stamped by the Redis server's clock, probation for new workers, and spot checks
-# that replay a few members to catch a worker lying about its returns.
+# that replay a few members to catch a worker lying about its returns. Two more:
+#
+# - Before each update it replays the members with the highest and lowest ranks that came
+#   from other machines: their weights move the center most, so a lie there is caught in the
+#   generation it is told.
+# - Platform classes. An environment's arithmetic can differ in the last bit from one PC to
+#   another: CartPole's `np.sin` and `np.cos` (and MuJoCo's) come from the C math library,
+#   whose results depend on its version and on the CPU. The master checks a result by
+#   replaying it, so it can check only workers of its own class (the same architecture,
+#   package versions and C math library). A worker of another class is told it cannot be
+#   checked; its results are not used, and it is not banned.
 
 # %% [markdown] tags=["solution_only"]
 # The course's own master and two workers train CartPole through Redis; the center is compared

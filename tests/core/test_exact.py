@@ -61,6 +61,8 @@ rng = np.random.default_rng(0)
 h = hashlib.sha256()
 x = rng.standard_normal(50_000) * 40
 h.update(exact.exp(x).tobytes() + exact.tanh(x.astype(np.float32) / 10).tobytes())
+from es.noise import antithetic_noise
+h.update(antithetic_noise(7, 3, np.arange(64), 50_000).tobytes())     # the noise (its tails call the C library)
 for hidden, discrete in (((64, 64), False), ((), False), ((16,), True)):
     p = MLPPolicy(17, 6, hidden, discrete, low=-np.ones(6), high=np.ones(6))
     params = (0.3 * rng.standard_normal((40, p.num_params))).astype(np.float32)
@@ -89,10 +91,11 @@ def _digest(extra_env: dict) -> str:
 
 @pytest.mark.slow
 def test_the_forward_passes_give_the_same_bits_on_every_emulated_cpu():
-    """MLP (64, 64) and linear policies, the Pong policies and both keypoints front ends under
-    four OpenBLAS kernels and three NumPy SIMD levels: one digest."""
+    """MLP (64, 64) and linear policies, the Pong policies, both keypoints front ends and the
+    members' noise under four OpenBLAS kernels, three NumPy SIMD levels and the C library
+    without its FMA versions: one digest."""
     seen = {"this CPU": _digest({})}
-    for env in emulated_cpus() + [{"OPENBLAS_CORETYPE": "SkylakeX"}]:
+    for env in emulated_cpus() + [{"OPENBLAS_CORETYPE": "SkylakeX"}, {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}]:
         seen[" ".join(f"{k}={v}" for k, v in env.items())] = _digest(env)
     assert len(set(seen.values())) == 1, seen
 
