@@ -9,6 +9,10 @@ A worker the master starts itself (``--redis`` with local workers) gets from its
 an id the master issued (``ES_WORKER_ID``: the master trusts it from its first result) and
 the problem to build before it connects (``ES_WARM``); it then says it is ready
 (``keys.ready_field``).
+
+Each generation it announces its platform (``platform``) before its first job; where the
+master checks results and is of another platform class, it says plainly that its results
+cannot be checked, hands the job back and waits for another run.
 """
 from __future__ import annotations
 
@@ -79,6 +83,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
     jobs_done = 0
     mine = PL.describe()
     refused = None  # the run whose master cannot verify this worker: its jobs are left to others
+    announced = None   # the generation (nonce) whose es:leases holds this worker's platform
 
     def once(key, msg):
         if key not in said:
@@ -134,8 +139,6 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 continue  # a job of another run or an older generation: the master has moved on
             try:
                 cached = (job["r"], job["n"], P.decode_task(call(r.hgetall, P.TASK)))
-                # announced once per generation: a new generation clears es:leases
-                call(r.hset, P.LEASES, PL.field(wid.hex()), PL.encode(mine))
             except (P.BadPayload, redis.ResponseError) as exc:
                 cached = None
                 log(f"worker {wid.hex()}: the task record is unusable ({exc}); telling the master")
@@ -144,6 +147,12 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 time.sleep(1.0)
                 continue
         task, spec, seeds, center_seeds, meta = cached[2]
+        if announced != job["n"]:     # once per generation: a new generation clears es:leases
+            try:
+                call(r.hset, P.LEASES, PL.field(wid.hex()), PL.encode(mine))
+                announced = job["n"]
+            except redis.ResponseError as exc:
+                once("announce", f"worker {wid.hex()}: could not announce its platform ({exc})")
         theirs = PL.decode_or_none(meta["platform"])
         if meta["verify"] and theirs is not None and theirs["key"] != mine["key"]:
             log(f"worker {wid.hex()}: the master of run {job['r']} cannot verify this worker, so it will not use "
