@@ -52,6 +52,17 @@ class Lab:
     def text(self, i) -> str:
         return self.logs[i].read_text()
 
+    def train(self, master_url, cfg):
+        """``cfg`` trained by a master here with these workers, which are stopped after:
+        ``(worker ids, result, evaluator, the master's log lines)``."""
+        logs = []
+        try:
+            ids = self.ids()
+            result, ev = run_master(master_url, cfg, logs)
+        finally:
+            self.stop()
+        return ids, result, ev, logs
+
     def stop(self):
         for p in self.procs:
             if p.poll() is None:
@@ -92,12 +103,7 @@ def test_a_lab_of_mixed_kernels_bans_no_honest_worker_and_ends_bit_identical(ser
     cfg = LABS[lab]()
     reference = clean_center(cfg)
     workers = Lab(server.worker_url, emulated_cpus(), tmp_path)
-    logs = []
-    try:
-        ids = workers.ids()
-        result, ev = run_master(server.url, cfg, logs)
-    finally:
-        workers.stop()
+    ids, result, ev, logs = workers.train(server.url, cfg)
     assert not ev.banned, ev.banned
     assert np.array_equal(result.center, reference), "the run diverged from the single-process run"
     vouched = {w for w in ids if ev.verify.passed.get(w, 0) >= 1}
@@ -118,12 +124,7 @@ def test_a_worker_of_another_platform_class_is_told_plainly_and_never_banned(ser
         pytest.skip("turning glibc's FMA versions off changes nothing on this machine")
     cfg = es.config_for("cartpole", seed=2, generations=3, population=64, reward_goal=1e9)
     workers = Lab(server.worker_url, [{}, other], tmp_path)
-    logs = []
-    try:
-        ids = workers.ids()
-        result, ev = run_master(server.url, cfg, logs)
-    finally:
-        workers.stop()
+    ids, result, ev, logs = workers.train(server.url, cfg)
     assert np.array_equal(result.center, clean_center(cfg))
     assert not ev.banned, ev.banned
     told = workers.text(1)
