@@ -220,7 +220,15 @@ def _starter():
             assert code in text[number - 1] and (code or not text[number - 1].strip()), (number, text[number - 1])
 
 
+def _extreme_share():
+    from es.distributed.verify import EXTREME_SHARE, extreme_members, extremes_per_side
+    assert EXTREME_SHARE == 64 and extremes_per_side(256) == 4 and extremes_per_side(65) == 2
+    assert sorted(extreme_members(list(range(256)), 4)) == [0, 1, 2, 3, 4, 251, 252, 253, 254, 255]
+
+
 CLAIMS: list[Claim] = [
+    Claim("within ceil(population / 64) ranks", _extreme_share,
+          "es.distributed.verify: EXTREME_SHARE and extreme_members, which the master replays before the update"),
     Claim("[+5 points, +5 extras]", _points, "the points of notebook 03's graded checks, by milestone (classroom.check)"),
     Claim(TIMELINE, _timeline, "the solution's chunks_to_requeue at every poll from t = 100.1 to 101.2, and the ages "
           "it compares"),
