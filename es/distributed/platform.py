@@ -45,16 +45,21 @@ def _version(name: str) -> str:
 
 def libm_fingerprint(n: int = 16384) -> str:
     """8 hex digits of the C library's results (through Python's ``math`` and NumPy's float64
-    ``sin``/``cos``, which call it) on ``n`` fixed inputs: equal where a simulator's arithmetic
-    is equal. 16,384 inputs: a PC without FMA differs on a few of them in ``cos``, ``exp``, ``pow``."""
-    xs = np.linspace(-10.0, 10.0, n) + 1e-3 * np.sin(np.arange(n))       # no special values
+    ``sin``/``cos``, which call it) on ``n`` fixed inputs, for the functions simulators call
+    (trigonometry and its inverses, exponentials, logarithms, ``pow``): equal where a
+    simulator's arithmetic is equal. 16,384 inputs: a PC without FMA differs on a few of them
+    in ``cos``, ``exp``, ``pow``."""
+    xs = (np.linspace(-10.0, 10.0, n) + 1e-3 * np.sin(np.arange(n))).tolist()     # no special values
+    unit = [x / 10.5 for x in xs]                                                 # inside [-1, 1]
     h = hashlib.sha256()
-    for f in (math.sin, math.cos, math.tan, math.exp):
-        h.update(np.array([f(x) for x in xs.tolist()]).tobytes())
-    h.update(np.array([math.atan2(x, 1.3) for x in xs.tolist()]).tobytes())
-    h.update(np.array([math.log(abs(x) + 1e-3) for x in xs.tolist()]).tobytes())
-    h.update(np.array([math.pow(abs(x) + 0.5, 1.7) for x in xs.tolist()]).tobytes())
-    h.update(np.sin(xs).tobytes() + np.cos(xs).tobytes())
+    for f, args in ((math.sin, xs), (math.cos, xs), (math.tan, xs), (math.exp, xs), (math.expm1, xs),
+                    (math.tanh, xs), (math.atan, xs), (math.asin, unit), (math.acos, unit)):
+        h.update(np.array([f(x) for x in args]).tobytes())
+    h.update(np.array([math.atan2(x, 1.3) for x in xs]).tobytes())
+    h.update(np.array([math.log(abs(x) + 1e-3) for x in xs]).tobytes())
+    h.update(np.array([math.log1p(abs(x)) for x in xs]).tobytes())
+    h.update(np.array([math.pow(abs(x) + 0.5, 1.7) for x in xs]).tobytes())
+    h.update(np.sin(np.array(xs)).tobytes() + np.cos(np.array(xs)).tobytes())
     return h.hexdigest()[:8]
 
 

@@ -7,6 +7,7 @@ picks another OpenBLAS kernel, ``NPY_DISABLE_CPU_FEATURES`` turns NumPy's AVX-51
 code off, ``GLIBC_TUNABLES`` turns the C library's FMA versions off (another platform class).
 """
 import hashlib
+import re
 import subprocess
 import sys
 import threading
@@ -123,14 +124,29 @@ def test_a_worker_of_another_platform_class_is_told_plainly_and_never_banned(ser
     if probe.stdout.strip() == PL.describe()["key"]:
         pytest.skip("turning glibc's FMA versions off changes nothing on this machine")
     cfg = es.config_for("cartpole", seed=2, generations=3, population=64, reward_goal=1e9)
-    workers = Lab(server.worker_url, [{}, other], tmp_path)
-    ids, result, ev, logs = workers.train(server.url, cfg)
+    workers = Lab(server.worker_url, [other], tmp_path)     # alone at first, so that it takes a job
+    (tmp_path / "honest").mkdir()
+    honest = []
+
+    def join_once_it_refused():
+        deadline = time.time() + 120
+        while "cannot verify" not in workers.text(0) and time.time() < deadline:
+            time.sleep(0.05)
+        honest.append(Lab(server.worker_url, [{}], tmp_path / "honest"))
+    joiner = threading.Thread(target=join_once_it_refused, daemon=True)
+    joiner.start()
+    try:
+        ids, result, ev, logs = workers.train(server.url, cfg)
+    finally:
+        joiner.join(130)
+        for lab in honest:
+            lab.stop()
     assert np.array_equal(result.center, clean_center(cfg))
     assert not ev.banned, ev.banned
-    told = workers.text(1)
+    told = workers.text(0)
     assert "cannot verify this worker" in told and "no ban" in told and "libm" in told, told
-    assert ev.platforms[ids[1]]["key"] != ev.platform["key"]
-    assert not [e for e in ev.accepted if e[2] == ids[1]], "a result of the unverifiable worker was used"
+    assert ev.platforms[ids[0]]["key"] != ev.platform["key"]
+    assert not [e for e in ev.accepted if e[2] == ids[0]], "a result of the unverifiable worker was used"
     line = [m for m in logs if "platform classes" in m][-1]
     assert "(the master)" in line and "cannot be checked" in line, line
 
@@ -182,7 +198,8 @@ def test_an_honest_first_then_one_lie_per_chunk_is_caught_in_the_generation_it_i
     assert np.array_equal(result.center, clean_center(cfg))
     if not lies:
         pytest.skip("the liar got no second job")
-    assert len(ev.banned) == 1, ev.banned
     assert not {(g, j, d) for g, j, _, d in ev.accepted} & set(lies), "a lie entered an update"
-    first_lie = min(g for g, _, _ in lies)
-    assert [m for m in logs if "banned worker" in m and f"of generation {first_lie} " in m], logs
+    # banned in a generation it lied in (a lie that came after another worker's copy of its
+    # chunk is a late duplicate: never used, never checked)
+    banned_in = [int(re.search(r"of generation (\d+) ", m).group(1)) for m in logs if "banned worker" in m]
+    assert len(ev.banned) == 1 and banned_in and banned_in[0] in {g for g, _, _ in lies}, (banned_in, lies)
