@@ -53,13 +53,13 @@ class Lab:
     def text(self, i) -> str:
         return self.logs[i].read_text()
 
-    def train(self, master_url, cfg):
+    def train(self, master_url, cfg, **evaluator):
         """``cfg`` trained by a master here with these workers, which are stopped after:
         ``(worker ids, result, evaluator, the master's log lines)``."""
         logs = []
         try:
             ids = self.ids()
-            result, ev = run_master(master_url, cfg, logs)
+            result, ev = run_master(master_url, cfg, logs, **evaluator)
         finally:
             self.stop()
         return ids, result, ev, logs
@@ -149,6 +149,21 @@ def test_a_worker_of_another_platform_class_is_told_plainly_and_never_banned(ser
     assert not [e for e in ev.accepted if e[2] == ids[0]], "a result of the unverifiable worker was used"
     line = [m for m in logs if "platform classes" in m][-1]
     assert "(the master)" in line and "cannot be checked" in line, line
+
+
+def test_without_checks_every_class_works_and_the_line_says_it_is_unchecked(server, tmp_path):
+    """--spot-checks 0 (every worker yours): a worker of another class takes jobs, its results
+    are used, nothing is replayed, and the master's line says the classes are trusted unchecked."""
+    other = {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
+    cfg = es.config_for("cartpole", seed=2, generations=3, population=64, reward_goal=1e9)
+    workers = Lab(server.worker_url, [other], tmp_path)
+    ids, result, ev, logs = workers.train(server.url, cfg, spot_checks=0)
+    assert not ev.banned and "cannot verify" not in workers.text(0)
+    assert {e[2] for e in ev.accepted} == {ids[0]}, "the only worker's results were not used"
+    assert all(row.get("extremes_replayed", 0) == 0 for row in result.metrics)
+    if ev.platforms[ids[0]]["key"] != ev.platform["key"]:
+        line = [m for m in logs if "platform classes" in m][-1]
+        assert line.count("trusted without checks") == 1 and "(the master)" not in line, line
 
 
 def test_the_extremes_are_the_members_with_the_largest_weights_and_ties_count_whole():
