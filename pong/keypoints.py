@@ -38,9 +38,9 @@ depend on which other members share its batch.
 
 **Faster still, for new runs** (``conv="taps"``, ``frame_keypoints``): the filter's response
 is summed source pixel by source pixel in a fixed order, not as a product of each row's
-windows by its filters. A frame's keypoints depend on that frame alone, and a game's next observation shares 3 of its 4 frames with the
-last one: ``KeypointMemo`` reuses them (2 with ``motion``, where the oldest frame's change is
-0), checked byte for byte, so the memo changes the time and no result.
+windows by its filters. A frame's keypoints depend on that frame alone, and a game's next
+observation shares 3 of its 4 frames with the last one: ``KeypointMemo`` reuses them (2 with
+``motion``: the oldest frame's change is 0), checked byte for byte: faster, no result changes.
 
 **Two options of attempts 13 and 14.** ``pull="windows"``: each keypoint looks through a
 learned window along the columns (``window_tables``), the ``k`` windows tiling the field evenly

@@ -104,7 +104,8 @@ def decode(raw) -> dict:
     (a worker cannot name a class its fields do not make); else ``BadPayload``."""
     desc = P.loads(raw, MAX_BYTES)
     if not (isinstance(desc, dict) and len(desc) <= 16
-            and all(isinstance(k, str) and isinstance(v, str) and len(k) <= 16 and len(v) <= 40 for k, v in desc.items())):
+            and all(isinstance(k, str) and isinstance(v, str) and len(k) <= 16 and len(v) <= 40
+                    for k, v in desc.items())):
         raise P.BadPayload(f"malformed platform description {P._text(raw)[:60]!r}")
     desc["key"] = class_key(desc)
     return desc

@@ -160,8 +160,9 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                 f"platform class may differ in the last bits: {PL.differences(theirs, mine)}. Run this worker on "
                 f"a PC of the master's class (the same packages and C math library), or start the master with "
                 f"--spot-checks 0 where every worker is yours. Waiting for another run.")
+            refusal = f"{PL.REFUSAL} {mine['key']} differs from the master's {theirs['key']}"
             _push(link, P.encode_error(wid, job["r"], job["n"], meta["digest"], job["g"], job["a"], job["b"] - job["a"],
-                                       f"{PL.REFUSAL} {mine['key']} differs from the master's {theirs['key']}"), None, log)
+                                       refusal), None, log)
             refused = job["r"]
             continue
         if task.generation != job["g"] or job["b"] > task.population:

@@ -83,7 +83,8 @@ print(h.hexdigest()[:16])
 
 
 def _digest(extra_env: dict) -> str:
-    env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, **extra_env, "PYTHONPATH": path}
     out = subprocess.run([sys.executable, "-c", DIGEST], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.strip()

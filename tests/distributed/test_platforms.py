@@ -119,7 +119,8 @@ def test_a_worker_of_another_platform_class_is_told_plainly_and_never_banned(ser
     more of the run's jobs, and the master lists its class as unchecked. No ban; the run is
     the single-process run."""
     other = {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
-    probe = subprocess.run([sys.executable, "-c", "from es.distributed import platform as p; print(p.describe()['key'])"],
+    key = "from es.distributed import platform as p; print(p.describe()['key'])"
+    probe = subprocess.run([sys.executable, "-c", key],
                            env={**subprocess_env(), **other}, capture_output=True, text=True, timeout=120)
     if probe.stdout.strip() == PL.describe()["key"]:
         pytest.skip("turning glibc's FMA versions off changes nothing on this machine")
