@@ -42,7 +42,7 @@ from . import platform as PL
 from . import protocol as P
 from .connection import RedisLink
 from .leases import Board, chunks_to_requeue  # noqa: F401 -- chunks_to_requeue: the classroom's reference
-from .verify import Verifier, extreme_members, extremes_per_side
+from .verify import Verifier, obs_row, extreme_members, extremes_per_side, mismatch
 
 COUNTS = ("dropped", "stale", "banned_results", "errors", "repaired", "unverifiable")
 MIN_WORKERS = 4        # chunks are cut for at least this many workers until more are heard from
@@ -79,14 +79,14 @@ class RedisEvaluator(Evaluator):
         self.log = log or logging.getLogger(__name__).warning
         self.link = RedisLink(url, max_outage=max_outage, log=self.log, password=password)
         self.run = secrets.token_hex(8)              # new for every master process
+        self.verify = Verifier(problem, spot_checks, probation, self.log, trusted, catch_within)
         # Platform classes: a result is checked only against evaluations of its own class, and
         # the master's evaluations are of its class; a worker of another cannot be checked.
-        self.platform, self.checks_results = PL.describe(), spot_checks != 0
+        self.platform = PL.describe()
         self.platforms: dict = {}                    # worker id -> its announced description, or None
         self._classes_said = None
         self.board = Board(self.link, self.run, spec, float(lease_seconds), self.log, PL.encode(self.platform),
                            self.checks_results)
-        self.verify = Verifier(problem, spot_checks, probation, self.log, trusted, catch_within)
         self.banned = self.verify.banned             # worker id -> reason
         self.counts = dict.fromkeys(COUNTS, 0)       # per generation
         self.accepted: list = []     # (generation, chunk id, worker, returns digest) of every result used
@@ -98,6 +98,11 @@ class RedisEvaluator(Evaluator):
         # used; a ban sends the run back to the generation before (``rollback``).
         self.first_unchecked: dict = {}              # worker id -> generation
         self._rollback, self._rollback_ids = None, set()
+
+    @property
+    def checks_results(self) -> bool:
+        """Are results checked at all (not ``spot_checks=0``, a private cluster)?"""
+        return self.verify.spot_checks != 0
 
     def bounds(self, population: int) -> list[tuple[int, int]]:
         """This generation's chunks: ``chunks`` even ones if given; else one even chunk per worker
@@ -285,19 +290,16 @@ class RedisEvaluator(Evaluator):
         if todo:
             self._truth.update(self.verify.replay(todo))
             self._info["extremes_replayed"] += len(todo)
-        g = self.board.task.generation
         for m in suspects:
-            want_r, want_l, want_obs = self._truth[m]
-            got_obs = b"" if self._obs is None else self._obs[0][m].tobytes() + self._obs[1][m].tobytes()
-            if (float(self._returns[m]), int(self._lengths[m]), got_obs) != (want_r, want_l, want_obs):
-                self._ban(owner[m], f"member {m} of generation {g} returned {float(self._returns[m])!r} in "
-                                    f"{int(self._lengths[m])} steps, the master measured {want_r!r} in {want_l} "
-                                    "(one of the extreme ranks, replayed before the update)")
+            got = float(self._returns[m]), int(self._lengths[m]), obs_row(self._obs, m)
+            why = mismatch(self.board.task.generation, m, got, self._truth[m], "the master")
+            if why:
+                self._ban(owner[m], f"{why} (one of the extreme ranks, replayed before the update)")
                 return True
         return False
 
     def _platform_of(self, w: str):
-        """The platform ``w`` announced this generation (read once per id), or None."""
+        """The platform ``w`` announced (read at its first result of the run), or None."""
         if w not in self.platforms:
             raw = self.link.repair(self.link.client.hget, P.LEASES, PL.field(w), key=P.LEASES)
             try:
@@ -328,9 +330,10 @@ class RedisEvaluator(Evaluator):
             if w not in self.banned:
                 d = desc or self.platform
                 groups.setdefault(d["key"], (d, []))[1].append(desc or {})
-        if not groups or sorted((k, len(v[1])) for k, v in groups.items()) == self._classes_said:
+        summary = sorted((k, len(v[1])) for k, v in groups.items())
+        if not groups or summary == self._classes_said:
             return
-        self._classes_said = sorted((k, len(v[1])) for k, v in groups.items())
+        self._classes_said = summary
         parts = []
         for key, (d, members) in sorted(groups.items(), key=lambda kv: kv[0] != self.platform["key"]):
             kernels = sorted({m.get("blas", "?") for m in members})

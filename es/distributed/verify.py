@@ -42,9 +42,10 @@ import numpy as np
 
 from ..errors import ESError
 from ..evaluators import evaluate_center, evaluate_members
+from ..shaping import ranks
 
 
-def _obs_row(obs, i: int) -> bytes:
+def obs_row(obs, i: int) -> bytes:
     """Member ``i``'s observation sums and squares as bytes (compared bit for bit); b"" without."""
     return b"" if obs is None else obs[0][i].tobytes() + obs[1][i].tobytes()
 
@@ -70,12 +71,23 @@ def chunks_to_catch(f: float, n: int, p: float, delta: float = DELTA) -> int:
     return math.ceil(math.log(delta) / (lies * math.log1p(-p)) - 1e-9)   # not 443 for 442.0000000001
 
 
+def mismatch(generation: int, m: int, got: tuple, want: tuple, by: str) -> str | None:
+    """How member ``m``'s ``(return, length, observation statistics)`` as reported, ``got``,
+    differs from ``want`` as ``by`` measured it (compared bit for bit); or None."""
+    (got_r, got_l, got_obs), (want_r, want_l, want_obs) = got, want
+    what = f"member {m} of generation {generation}"
+    if got_r != want_r or got_l != want_l:
+        return f"{what} returned {got_r!r} in {got_l} steps, {by} measured {want_r!r} in {want_l}"
+    if got_obs != want_obs:
+        return f"{what} reported observation statistics that differ from what {by} measured"
+    return None
+
+
 def extreme_members(returns, per_side: int) -> np.ndarray:
     """The members whose rank (ties share their mean rank, as ``es.shaping.ranks``) is within
     ``per_side`` of either end: those whose centered-rank weight is within ``per_side / (n - 1)``
     of +-1/2, the largest of an update. A tied block qualifies only as a whole (at most
     ``2 per_side + 1`` members a side), so a lie cannot hide in a tie."""
-    from ..shaping import ranks
     r = ranks(np.asarray(returns, dtype=np.float64))
     return np.flatnonzero((r <= per_side) | (r >= len(r) - 1 - per_side))
 
@@ -137,7 +149,7 @@ class Verifier:
         t0 = time.perf_counter()
         r, l, _, _, obs = evaluate_members(self.problem, task, members, seeds)
         self.spot_seconds += time.perf_counter() - t0
-        return {m: (float(r[i]), int(l[i]), _obs_row(obs, i)) for i, m in enumerate(members)}
+        return {m: (float(r[i]), int(l[i]), obs_row(obs, i)) for i, m in enumerate(members)}
 
     def checks(self) -> dict:
         """The spot checks of this generation; replayed now if none ran yet (a result of an id
@@ -208,7 +220,7 @@ class Verifier:
         if own is None and (w in self.own or w == "master"):
             return None
         if own:
-            checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a]), _obs_row(own.get("obs"), m - a))
+            checks = {m: (float(own["returns"][m - a]), int(own["lengths"][m - a]), obs_row(own.get("obs"), m - a))
                       for m in range(a, b)}
         else:
             rate = self.rate_for(w)
@@ -218,15 +230,12 @@ class Verifier:
             if missing:   # an id with few verified members: more of its members replayed, now
                 self._extra.update(self._pool.submit(self._spot_check, self.task, self.seeds, missing).result())
             checks = {m: pre[m] if m in pre else self._extra[m] for m in mine}
-        for m, (want_r, want_l, want_obs) in checks.items():
-            got_r, got_l = float(res["returns"][m - a]), int(res["lengths"][m - a])
-            by = "the master" if own is None or own["worker"] == "master" else f"trusted worker {own['worker']}"
-            if got_r != want_r or got_l != want_l:
-                return (f"member {m} of generation {self.task.generation} returned {got_r!r} in {got_l} steps, "
-                        f"{by} measured {want_r!r} in {want_l}")
-            if _obs_row(res.get("obs"), m - a) != want_obs:
-                return (f"member {m} of generation {self.task.generation} reported observation statistics that "
-                        f"differ from what {by} measured")
+        by = "the master" if own is None or own["worker"] == "master" else f"trusted worker {own['worker']}"
+        for m, want in checks.items():
+            got = float(res["returns"][m - a]), int(res["lengths"][m - a]), obs_row(res.get("obs"), m - a)
+            why = mismatch(self.task.generation, m, got, want, by)
+            if why:
+                return why
         if own and own["center"] != res["center"]:
             return f"the center returned {res['center']}, a trusted evaluation measured {own['center']}"
         if own is None and w is not None and checks:

@@ -78,7 +78,7 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
     problems: dict = _warm(log)
     link = RedisLink(url, max_outage=None, log=log, password=password)
     r, call = link.client, link.call
-    cached = None   # (run, nonce, decoded task)
+    cached = None   # (run, nonce, decoded task, the master's platform)
     said: set = set()
     jobs_done = 0
     mine = PL.describe()
@@ -138,7 +138,8 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
             if [h.decode(errors="replace") if h is not None else None for h in head] != [job["r"], job["n"]]:
                 continue  # a job of another run or an older generation: the master has moved on
             try:
-                cached = (job["r"], job["n"], P.decode_task(call(r.hgetall, P.TASK)))
+                record = P.decode_task(call(r.hgetall, P.TASK))
+                cached = (job["r"], job["n"], record, PL.decode_or_none(record[4]["platform"]))
             except (P.BadPayload, redis.ResponseError) as exc:
                 cached = None
                 log(f"worker {wid.hex()}: the task record is unusable ({exc}); telling the master")
@@ -146,14 +147,13 @@ def _run_worker(url, max_jobs=None, log=None, password=None, tamper=None, stop=N
                                            job["b"] - job["a"], f"task: {exc}"), None, log)
                 time.sleep(1.0)
                 continue
-        task, spec, seeds, center_seeds, meta = cached[2]
+        (task, spec, seeds, center_seeds, meta), theirs = cached[2:]
         if announced != job["n"]:     # once per generation: a new generation clears es:leases
             try:
                 call(r.hset, P.LEASES, PL.field(wid.hex()), PL.encode(mine))
                 announced = job["n"]
             except redis.ResponseError as exc:
                 once("announce", f"worker {wid.hex()}: could not announce its platform ({exc})")
-        theirs = PL.decode_or_none(meta["platform"])
         if meta["verify"] and theirs is not None and theirs["key"] != mine["key"]:
             log(f"worker {wid.hex()}: the master of run {job['r']} cannot verify this worker, so it will not use "
                 f"its results (this is no ban). It checks a result by replaying it, and a replay on another "
