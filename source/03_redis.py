@@ -378,10 +378,12 @@ plt.show()
 # their Algorithm 2) send less: every worker keeps its own copy of the center. A member's noise
 # is a function of (run seed, generation, pair) alone, so a worker that knows every member's
 # return can rebuild every member's noise and take the same step as the master, bit for bit
-# (here, processes on one machine. On another CPU a BLAS product such as `noise.T @ z` may round
-# differently, so the course's own package adds the noise rows one at a time in member order;
-# the returns must match too, which needs PCs of one platform class: section 8). Once every worker holds the starting center, only scalar returns travel: each generation a
-# worker plays its members, sends their returns, receives every worker's returns and steps.
+# on one machine, as here (processes). On another CPU a BLAS product such as `noise.T @ z` may
+# round differently, so the course's own package adds its noise rows (one per mirrored pair) one
+# at a time in a fixed order; the returns must match too, which needs PCs of one platform class
+# (section 8). Once every worker holds the starting center, only scalar returns travel: each
+# generation a worker plays its members, sends their returns, receives every worker's returns
+# and steps.
 #
 # **`update_from_returns(center, seed, generation, chunk_returns, sigma, lr)`**
 # * **Inputs:** `center`, float32 `(dim,)`, this process's copy of the center; `seed` and
@@ -658,9 +660,9 @@ for dim in (10, 100_000):
 # that replay a few members to catch a worker lying about its returns. Two more:
 #
 # - Before each update it replays the members within ceil(population / 64) ranks of either
-#   end that came from workers it did not start itself: their weights are the largest in size
-#   (z-scores or ranks alike), so they move the center most, and a lie there is caught in the
-#   generation it is told.
+#   end that came from workers it did not start itself (a tied group counts at its mean rank):
+#   with centered ranks, its default shaping, their weights are the largest in size, so they
+#   move the center most, and a lie there is caught in the generation it is told.
 # - Platform classes. An environment's arithmetic can differ in the last bit from one PC to
 #   another: CartPole's `np.sin` and `np.cos`, and MuJoCo's sin and cos, come from the C math
 #   library, whose results depend on its version and on the CPU. The master checks a result by
@@ -670,7 +672,7 @@ for dim in (10, 100_000):
 #   run's jobs. Its results would not be used, and it is not banned.
 #
 # With the spot checks off (`--spot-checks 0`, a cluster of your own machines) the master
-# checks nothing, and neither of these applies.
+# replays no member to check it, and neither of these applies.
 
 # %% [markdown] tags=["solution_only"]
 # The course's own master and two workers train CartPole through Redis; the center is compared
