@@ -106,6 +106,16 @@ class RedisLink:
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
+    def pipeline(self, build, transaction: bool = False, raise_on_error: bool = True) -> list:
+        """``build(pipe)`` queues commands on a fresh pipeline, which is executed through ``call``.
+        Each retry builds it again: redis-py empties a pipeline when ``execute`` fails, so
+        retrying ``pipe.execute`` itself would send nothing and answer ``[]``."""
+        def attempt():
+            pipe = self.client.pipeline(transaction=transaction)
+            build(pipe)
+            return pipe.execute(raise_on_error=raise_on_error)
+        return self.call(attempt)
+
     def repair(self, fn, *args, key: str, **kwargs):
         """``call``, but a key of the wrong type (someone wrote it) is deleted, logged and
         counted in ``repairs``, and the call answers None instead of stopping the run."""

@@ -81,10 +81,10 @@ class Board:
 
     def requeue(self, jid: str, why: str, front: bool = False) -> int:
         """Queue chunk ``jid`` again: at the back, or at the ``front`` (the next worker free takes it)."""
-        pipe = self.link.client.pipeline(transaction=False)
-        (pipe.lpush if front else pipe.rpush)(P.JOBS, self.jobs[jid])
-        pipe.time()
-        got = self.link.repair(pipe.execute, key=P.JOBS)
+        def build(pipe):
+            (pipe.lpush if front else pipe.rpush)(P.JOBS, self.jobs[jid])
+            pipe.time()
+        got = self.link.repair(self.link.pipeline, build, key=P.JOBS)
         sec, usec = got[-1] if got else self.link.call(self.link.client.time)
         self.queued_at[jid] = sec + usec / 1e6
         self.log(f"redis: requeued chunk {jid} ({why})")
@@ -118,9 +118,8 @@ class Board:
         """The task record's head, the server's time, the pending chunks' leases and the job
         list, in one round trip; a key of the wrong type is repaired and reads as missing."""
         import redis
-        pipe = self.link.client.pipeline(transaction=False)
-        pipe.hmget(P.TASK, "run", "nonce", "generation", "sha256").time().hmget(P.LEASES, pending).lrange(P.JOBS, 0, -1)
-        out = self.link.call(pipe.execute, raise_on_error=False)
+        out = self.link.pipeline(lambda pipe: pipe.hmget(P.TASK, "run", "nonce", "generation", "sha256").time()
+                                 .hmget(P.LEASES, pending).lrange(P.JOBS, 0, -1), raise_on_error=False)
         for i, key in ((0, P.TASK), (2, P.LEASES), (3, P.JOBS)):
             if isinstance(out[i], redis.ResponseError):
                 self.link.repaired(out[i], key)

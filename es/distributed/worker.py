@@ -233,14 +233,15 @@ def _push(link, payload, jid, log, tries: int = 5, take_next: bool = False):
     transaction BLPOP does not wait) and return it as BLPOP would, else None. A key of the
     wrong type is retried until the master repairs it."""
     import redis
-    r = link.client
-    for attempt in range(tries):
-        pipe = r.pipeline(transaction=True).rpush(P.RESULTS, payload)
+
+    def build(pipe):
+        pipe.rpush(P.RESULTS, payload)
         if jid is not None:
             pipe.hdel(P.LEASES, jid)
         if take_next:
             pipe.blpop(P.JOBS, timeout=0)
-        out = link.call(pipe.execute, raise_on_error=False)
+    for attempt in range(tries):
+        out = link.pipeline(build, transaction=True, raise_on_error=False)
         if not isinstance(out[0], redis.ResponseError):
             got = out[-1] if take_next else None
             return got if isinstance(got, (list, tuple)) and len(got) == 2 else None

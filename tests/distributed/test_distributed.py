@@ -173,6 +173,50 @@ def test_requeue_rule():
     assert got == {"dead", "never_taken", "at_the_limit"}
 
 
+def test_a_pipeline_sent_while_the_server_restarts_is_sent_again_whole():
+    """redis-py empties a pipeline when ``execute`` fails, so retrying ``pipe.execute`` sent
+    nothing and answered ``[]``: the master's look at the board then failed with an IndexError
+    (CI, test_redis_restart_mid_run_is_survived). ``RedisLink.pipeline`` builds it again."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    from es.distributed.connection import RedisLink
+    server = EmbeddedRedis().start()
+    lines = []
+    link = RedisLink(server.url, max_outage=60, log=lines.append)
+    link.client.set_retry(Retry(NoBackoff(), 0))       # an outage longer than redis-py's own retries
+
+    def outage(after=0.3):                             # the server dies mid-pipeline, comes back empty
+        time.sleep(after)
+        server.stop()
+        time.sleep(0.3)
+        server.start()
+    try:
+        stale = link.client.pipeline(transaction=False).rpush("es:test", b"x").blpop("es:none", timeout=2)
+        down = threading.Thread(target=outage)
+        down.start()
+        with pytest.raises(redis.ConnectionError):
+            stale.execute()
+        assert stale.execute() == []                   # what retrying pipe.execute got
+        down.join()
+        down = threading.Thread(target=outage)
+        down.start()
+        got = link.pipeline(lambda pipe: pipe.rpush("es:test", b"x").blpop("es:none", timeout=1)
+                            .lrange("es:test", 0, -1))
+        down.join()
+        assert got == [1, None, [b"x"]], got
+        # A transaction (the worker's push) sent while the server is down: inside MULTI, BLPOP does not wait.
+        down = threading.Thread(target=outage, args=(0.0,))
+        down.start()
+        time.sleep(0.1)
+        got = link.pipeline(lambda pipe: pipe.rpush("es:test", b"y").blpop("es:test", timeout=0), transaction=True)
+        down.join()
+        assert got == [1, (b"es:test", b"y")], got
+        assert [sum(what in line for line in lines) for what in ("retrying with backoff", "is back")] == [2, 2], lines
+    finally:
+        server.stop()
+
+
 @pytest.mark.slow
 def test_redis_restart_mid_run_is_survived(tmp_path):
     """The server dies and comes back empty on the same port: both sides retry, the master
