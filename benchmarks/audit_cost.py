@@ -67,12 +67,12 @@ def bookkeeping_seconds() -> float:
     from es.training import _history_arrays, _snapshot, make_problem_for, make_strategy
     cfg = es.config_for("pong", extra={"policy": "dense"}, max_steps=500, population=128)
     problem = make_problem_for(cfg)
-    strategy, optimizer = make_strategy(cfg, problem.initial_params(0), problem.num_params)
+    strategy = make_strategy(cfg, problem.initial_params(0))
     state = {"streak": 0, "env_steps": 0, "finished": None}
     times = []
     for _ in range(200):
         t0 = time.perf_counter()
-        _history_arrays({0: _snapshot(strategy, optimizer, None, state, [])})
+        _history_arrays({0: _snapshot(strategy, None, state, [])})
         times.append(time.perf_counter() - t0)
     problem.close()
     return float(np.median(times))

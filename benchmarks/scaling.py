@@ -335,7 +335,7 @@ def part_master(policies, populations, repeats=20):
         problem = _pong(policy)
         for population in populations:
             cfg = es.config_for("pong", population=population, extra={"policy": policy})
-            strategy, optimizer = make_strategy(cfg, problem.initial_params(0), problem.num_params)
+            strategy = make_strategy(cfg, problem.initial_params(0))
             rng = np.random.default_rng(0)
             t = {"ask": [], "tell": [], "checkpoint": [], "metrics": []}
             with tempfile.TemporaryDirectory() as tmp:
@@ -346,7 +346,7 @@ def part_master(policies, populations, repeats=20):
                     strategy.tell(rng.standard_normal(population))
                     t2 = time.perf_counter()
                     state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}
-                    _save(Path(tmp), strategy, optimizer, cfg, problem, state, t2)
+                    _save(Path(tmp), strategy, cfg, problem, state, t2)
                     t3 = time.perf_counter()
                     _append_metrics(Path(tmp) / "metrics.jsonl", {"generation": 0, "returns": None}, t3, state)
                     t4 = time.perf_counter()

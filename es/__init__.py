@@ -1,7 +1,7 @@
 """es-course: OpenAI-style Evolution Strategies in pure NumPy.
 
 Reading order follows the course: ``seeding`` and ``noise`` (perturbations from seeds) ->
-``shaping`` -> ``optimizers`` -> ``strategy`` (ask/tell OpenES) -> ``policies`` -> ``envs``
+``shaping`` -> ``optimizers`` -> ``strategy`` (ask/tell: OpenES, SNES) -> ``policies`` -> ``envs``
 (problems) -> ``evaluators`` / ``parallel`` / ``distributed`` -> ``train`` (a student release
 holds a few of them; the course repository holds all, and docs/design.md, which maps the layers
 and the flow of one generation).
@@ -15,7 +15,7 @@ from importlib.metadata import version as _installed
 
 _EXPORTS = {"ESConfig": "config", "config_for": "config", "ESError": "errors", "SGD": "optimizers",
             "Adam": "optimizers", "centered_ranks": "shaping", "z_score": "shaping", "raw": "shaping",
-            "OpenES": "strategy", "GenerationTask": "strategy", "train": "training", "TrainResult": "training",
+            "OpenES": "strategy", "SNES": "strategy", "GenerationTask": "strategy", "train": "training", "TrainResult": "training",
             "optimize": "api"}
 __all__ = list(_EXPORTS)
 

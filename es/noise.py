@@ -69,6 +69,25 @@ def weighted_noise_sum(seed: int, generation: int, weights: np.ndarray, dim: int
     return total
 
 
+def weighted_noise_and_square_sums(seed: int, generation: int, weights: np.ndarray, dim: int,
+                                   antithetic: bool = True, scheme: str = "seeds") -> tuple[np.ndarray, np.ndarray]:
+    """``sum_i weights[i] * noise_i`` and ``sum_i weights[i] * (noise_i**2 - 1)`` over members
+    ``0..len(weights)-1`` (SNES's two sums), float32 ``(dim,)`` each, in one pass over the noise,
+    a block of pairs at a time. Mirrored members share their square, so a pair's weights add there."""
+    weights = np.asarray(weights, dtype=np.float32)
+    if antithetic:
+        along_weights, square_weights = weights[0::2] - weights[1::2], weights[0::2] + weights[1::2]
+    else:
+        along_weights = square_weights = weights
+    along, spread = np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32)
+    for start in range(0, len(along_weights), PAIRS_PER_BLOCK):
+        stop = min(start + PAIRS_PER_BLOCK, len(along_weights))
+        rows = pair_noise(seed, generation, np.arange(start, stop), dim, scheme)
+        add_weighted_rows(along, along_weights[start:stop], rows)
+        add_weighted_rows(spread, square_weights[start:stop], rows * rows - np.float32(1))
+    return along, spread
+
+
 def _table_module(scheme: str):
     if scheme != "table":
         raise ValueError(f"noise scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")

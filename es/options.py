@@ -11,6 +11,7 @@ from typing import Callable
 from .noise import SCHEMES
 from .optimizers import OPTIMIZERS
 from .shaping import SHAPINGS
+from .strategy import STRATEGIES
 
 
 def is_int(v) -> bool:
@@ -61,10 +62,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("env", "cartpole", "environment name or gymnasium id", "a name", lambda v: isinstance(v, str) and v != ""),
     Option("seed", 0, "run seed: every random number of the run derives from it", "a non-negative integer",
            lambda v: is_int(v) and 0 <= v < 2 ** 63, flag_type=int),
+    Option("strategy", "openes", "evolution strategy: " + "; ".join(f"{name}: {cls.summary}" for name, cls in
+                                                              STRATEGIES.items()), choices=tuple(STRATEGIES), flag_type=str),
     Option("population", 64, "members per generation (even with antithetic sampling)", "an integer >= 2",
            _at_least(2), flag_type=int),
-    Option("sigma", 0.1, "standard deviation of the parameter noise", "a positive number", _positive,
-           flag_type=float),
+    Option("sigma", 0.1, "standard deviation of the parameter noise (snes: where every parameter's starts)",
+           "a positive number", _positive, flag_type=float),
+    Option("sigma_learning_rate", None, "snes: step size of log sigma (default (3 + ln d) / (5 sqrt d), d parameters)",
+           "a positive number", _optional(_positive), flag_type=float),
     Option("learning_rate", 0.05, "optimizer step size", "a positive number", _positive, flag_type=float),
     Option("optimizer", "adam", "gradient ascent rule", choices=tuple(OPTIMIZERS), flag_type=str),
     Option("momentum", 0.9, "SGD momentum", "in [0, 1)", lambda v: is_number(v) and 0 <= v < 1, flag_type=float),

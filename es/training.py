@@ -19,11 +19,9 @@ from .checkpoint import load_checkpoint, load_extra, parameters_sha256, save_che
 from .config import ESConfig
 from .errors import ESError
 from .evaluators import LocalEvaluator
-from .optimizers import make_optimizer
 from .parallel import ParallelEvaluator
 from .plots import plot_curve
-from .shaping import SHAPINGS
-from .strategy import OpenES
+from .strategy import STRATEGIES
 
 
 @dataclass
@@ -53,14 +51,10 @@ def make_evaluator(config: ESConfig, problem):
     return LocalEvaluator(problem)
 
 
-def make_strategy(config: ESConfig, center: np.ndarray, num_params: int):
-    """(OpenES, its optimizer) of ``config`` from ``center``: what a run is built from, so
-    anything that rebuilds a run from its config builds it the same way."""
-    optimizer = make_optimizer(config.optimizer, num_params, config.learning_rate, config.momentum,
-                               config.weight_decay)
-    strategy = OpenES(center, optimizer, population=config.population, sigma=config.sigma, seed=config.seed,
-                      antithetic=config.antithetic, shaping=SHAPINGS[config.shaping], noise_scheme=config.noise)
-    return strategy, optimizer
+def make_strategy(config: ESConfig, center: np.ndarray):
+    """The strategy of ``config`` (``--strategy``, with its optimizer) from ``center``: what a run
+    is built from, so anything that rebuilds a run from its config builds it the same way."""
+    return STRATEGIES[config.strategy].from_config(config, center)
 
 
 def _initial_center(config: ESConfig, problem, resume: bool) -> np.ndarray:
@@ -103,21 +97,21 @@ def _prepare_run_dir(run_dir: Path, resume: bool) -> None:
 STATE_KEYS = ("streak", "env_steps", "finished")
 
 
-def _snapshot(strategy, optimizer, stats, state, metrics) -> dict:
-    return {"center": strategy.center.copy(), "opt": {k: np.array(v, copy=True) for k, v in optimizer.state_dict().items()},
-            "stats": None if stats is None else stats.to_array(), "state": {k: state[k] for k in STATE_KEYS},
-            "metrics": len(metrics)}
+def _snapshot(strategy, stats, state, metrics) -> dict:
+    return {"strategy": strategy.state_dict(), "stats": None if stats is None else stats.to_array(),
+            "state": {k: state[k] for k in STATE_KEYS}, "metrics": len(metrics)}
 
 
 def _history_arrays(history: dict) -> tuple[dict, list]:
-    """The snapshots as arrays for the checkpoint (``x_`` keys) and their JSON part."""
+    """The snapshots as arrays for the checkpoint (``x_`` keys: ``history_`` + each name of the
+    strategy's state, stacked over generations) and their JSON part."""
     gens = sorted(history)
     if not gens:
         return {}, []
-    arrays = {"history_generation": np.array(gens, dtype=np.int64),
-              "history_center": np.stack([history[g]["center"] for g in gens])}
-    for k in history[gens[0]]["opt"]:
-        arrays[f"history_opt_{k}"] = np.stack([history[g]["opt"][k] for g in gens])
+    arrays = {"history_generation": np.array(gens, dtype=np.int64)}
+    for k in history[gens[0]]["strategy"]:
+        if k != "generation":     # the generation is the snapshot's own key
+            arrays[f"history_{k}"] = np.stack([history[g]["strategy"][k] for g in gens])
     meta = [{"state": history[g]["state"], "metrics": history[g]["metrics"],
              "stats": None if history[g]["stats"] is None else history[g]["stats"].tolist()} for g in gens]
     return arrays, meta
@@ -129,10 +123,26 @@ def _history_from(arrays: dict, meta: list) -> dict:
     gens = [int(g) for g in arrays["history_generation"]]
     if len(gens) != len(meta):
         raise ESError("the checkpoint's rollback history is inconsistent")
-    opt_keys = [k[len("history_opt_"):] for k in arrays if k.startswith("history_opt_")]
-    return {g: {"center": arrays["history_center"][i].copy(), "opt": {k: arrays[f"history_opt_{k}"][i].copy() for k in opt_keys},
+    keys = [k[len("history_"):] for k in arrays if k.startswith("history_") and k != "history_generation"]
+    return {g: {"strategy": {"generation": np.array(g, dtype=np.int64), **{k: arrays[f"history_{k}"][i].copy() for k in keys}},
                 "stats": None if meta[i]["stats"] is None else np.array(meta[i]["stats"], dtype=np.float64),
                 "state": meta[i]["state"], "metrics": int(meta[i]["metrics"])} for i, g in enumerate(gens)}
+
+
+def _checkpoint_parts(strategy_state: dict) -> tuple[np.ndarray, dict, dict]:
+    """A strategy's state as a checkpoint holds it: the center, the optimizer's arrays, and the
+    rest as ``strategy_`` extra arrays (the generation goes in the header)."""
+    opt = {k[len("opt_"):]: v for k, v in strategy_state.items() if k.startswith("opt_")}
+    rest = {f"strategy_{k}": v for k, v in strategy_state.items() if k not in ("center", "generation") and not k.startswith("opt_")}
+    return strategy_state["center"], opt, rest
+
+
+def _strategy_state(center, meta: dict, opt: dict, extra: dict) -> dict:
+    """What ``_checkpoint_parts`` split, joined again (a checkpoint of a strategy without state of
+    its own, such as every checkpoint OpenES wrote, has no ``strategy_`` arrays)."""
+    return {"center": center, "generation": np.array(meta["generation"], dtype=np.int64),
+            **{f"opt_{k}": v for k, v in opt.items()},
+            **{k[len("strategy_"):]: v for k, v in extra.items() if k.startswith("strategy_")}}
 
 
 def _center_rank(center_return, returns) -> int:
@@ -157,7 +167,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     if run_dir is not None:
         _prepare_run_dir(run_dir, resume)
     problem = problem if problem is not None else make_problem_for(config)
-    strategy, optimizer = make_strategy(config, _initial_center(config, problem, resume), problem.num_params)
+    strategy = make_strategy(config, _initial_center(config, problem, resume))
     state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None}
     # The states the members visited (a problem that normalizes observations): frozen within a
     # generation, merged after it in member order, so the same for any evaluator (es.obs_norm).
@@ -168,12 +178,17 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     audit_state = None
     if run_dir is not None and resume:
         center, meta, opt_state = load_checkpoint(run_dir / "checkpoint.npz")
-        history = _history_from(load_extra(run_dir / "checkpoint.npz"), meta.get("history", []))
+        extra = load_extra(run_dir / "checkpoint.npz")
+        history = _history_from(extra, meta.get("history", []))
         audit_state, rollbacks = meta.get("audit"), meta.get("rollbacks", [])
         if center.size != problem.num_params:
             raise ESError(f"{run_dir}: checkpoint has {center.size} parameters, the problem needs {problem.num_params}")
-        strategy.center, strategy.generation = center, int(meta["generation"])
-        optimizer.load_state_dict(opt_state)
+        if meta.get("strategy", "openes") != strategy.name:    # checkpoints before SNES were all OpenES's
+            raise ESError(f"{run_dir}: the checkpoint is of strategy {meta.get('strategy')!r}, this run's is {strategy.name!r}")
+        try:
+            strategy.load_state_dict(_strategy_state(center, meta, opt_state, extra))
+        except (ValueError, KeyError) as exc:
+            raise ESError(f"{run_dir}: the checkpoint's strategy state is invalid: {exc}") from None
         state.update({k: meta[k] for k in state})
         if stats is not None:
             try:
@@ -207,7 +222,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             t0 = time.perf_counter()
             g = strategy.generation
             if audit is not None:
-                history[g] = _snapshot(strategy, optimizer, stats, state, metrics)
+                history[g] = _snapshot(strategy, stats, state, metrics)
             task = strategy.ask()
             if stats is not None:
                 task = replace(task, obs_norm=np.stack(obs_norm.mean_std(stats)))
@@ -226,13 +241,12 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             back = audit() if audit is not None else None
             if back is not None:       # a ban: results used since generation back[0] were a liar's
                 g0, ids = back
-                if g0 not in history:   # e.g. a checkpoint written before issue 43 kept no states
+                if g0 not in history:   # e.g. a checkpoint of a version that kept no states
                     raise ESError(f"worker(s) {', '.join(ids)} were banned and their results were used since "
                                   f"generation {g0}, but the state before it was not kept: the run cannot be "
                                   "replayed without them; start it again from an earlier checkpoint")
                 snap = history[g0]
-                strategy.center, strategy.generation = snap["center"].copy(), g0
-                optimizer.load_state_dict({k: v.copy() for k, v in snap["opt"].items()})
+                strategy.load_state_dict(snap["strategy"])
                 stats = None if snap["stats"] is None else obs_norm.ObsStats.from_array(snap["stats"])
                 state.update(snap["state"])
                 del metrics[snap["metrics"]:]
@@ -245,7 +259,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                 state["train_seconds"] += time.perf_counter() - t0    # the time lost counts
                 if run_dir is not None:
                     _write_metrics(run_dir / "metrics.jsonl", metrics)
-                    _save(run_dir, strategy, optimizer, config, problem, state, time.perf_counter(), stats,
+                    _save(run_dir, strategy, config, problem, state, time.perf_counter(), stats,
                           history={k: v for k, v in history.items() if k < g0}, evaluator=evaluator, rollbacks=rollbacks)
                 if bar is not None:
                     bar.n = g0
@@ -281,7 +295,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                 state["finished"] = "generations"
             if run_dir is not None:
                 _append_metrics(run_dir / "metrics.jsonl", row, t0, state)
-                _save(run_dir, strategy, optimizer, config, problem, state, t0, stats, history=history,
+                _save(run_dir, strategy, config, problem, state, t0, stats, history=history,
                       evaluator=evaluator if audit is not None else None, rollbacks=rollbacks)
             else:
                 state["train_seconds"] += time.perf_counter() - t0
@@ -328,19 +342,20 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     return TrainResult(strategy.center, summary, metrics, run_dir)
 
 
-def _save(run_dir, strategy, optimizer, config, problem, state, t0, stats=None, history=None, evaluator=None,
+def _save(run_dir, strategy, config, problem, state, t0, stats=None, history=None, evaluator=None,
           rollbacks=()):
     # The time of this generation counts up to and including its checkpoint.
     state["train_seconds"] += time.perf_counter() - t0
-    meta = {"generation": strategy.generation, "num_params": problem.num_params, "problem": problem.spec(),
-            "config": config.to_dict(), **state}
+    center, opt, own = _checkpoint_parts(strategy.state_dict())
+    meta = {"generation": strategy.generation, "strategy": strategy.name, "num_params": problem.num_params,
+            "problem": problem.spec(), "config": config.to_dict(), **state}
     if stats is not None:     # JSON floats round-trip exactly: a resumed run goes on bit-identical
         meta["obs_stats"] = stats.to_array().tolist()
     extra, meta_history = _history_arrays(history or {})
     if evaluator is not None:   # what a rollback after a resume needs: the states, and which ids touched them
         meta.update(history=meta_history, audit=evaluator.audit_state(),
                     rollbacks=[{k: v for k, v in r.items() if k != "row"} for r in rollbacks])
-    save_checkpoint(run_dir / "checkpoint.npz", strategy.center, meta, optimizer.state_dict(), extra)
+    save_checkpoint(run_dir / "checkpoint.npz", center, meta, opt, {**extra, **own})
 
 
 def _append_metrics(path, row, t0, state):

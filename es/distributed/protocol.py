@@ -5,6 +5,8 @@ the master or a worker reads is validated before use (``BadPayload`` says why).
 ``es:task``    hash    the generation (``encode_task``), written in one MULTI/EXEC: ``run``
                        (new per master process), ``nonce`` (new per generation),
                        hyper-parameters, ``center`` (raw float32 bytes, with ``sha256``),
+                       ``sigma`` (one number as text) or, for a strategy with a sigma per
+                       parameter, ``sigma_vector`` (raw float32 bytes, the center's shape),
                        ``problem`` (JSON spec), episode ``seeds``, ``max_length``,
                        ``obs_norm`` (raw float64 mean and std, empty where the problem does
                        not normalize observations: es.obs_norm), ``platform`` (the
@@ -118,8 +120,11 @@ def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonc
     checks results (a worker of another class is then told it cannot be verified)."""
     center = np.ascontiguousarray(task.center, dtype=np.float32)
     raw = center.tobytes()
+    vector = np.ndim(task.sigma) > 0
     return {"run": run, "nonce": nonce, "generation": str(task.generation), "seed": str(task.seed),
-            "sigma": repr(float(task.sigma)), "antithetic": "1" if task.antithetic else "0",
+            "sigma": "" if vector else repr(float(task.sigma)),
+            "sigma_vector": np.ascontiguousarray(task.sigma, dtype="<f4").tobytes() if vector else b"",
+            "antithetic": "1" if task.antithetic else "0",
             "population": str(task.population), "noise": task.noise, "center": raw, "shape": json.dumps(list(center.shape)),
             "dtype": json.dumps("<f4"), "sha256": hashlib.sha256(raw).hexdigest(),
             "problem": json.dumps(problem_spec, sort_keys=True), "seeds": json.dumps([int(s) for s in seeds]),
@@ -129,7 +134,7 @@ def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonc
             "platform": platform, "verify": "1" if verify else "0"}
 
 
-DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "antithetic", "population", "noise", "sha256", "shape", "dtype",
+DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "sigma_vector", "antithetic", "population", "noise", "sha256", "shape", "dtype",
                  "problem", "seeds", "center_seeds", "max_length", "obs_norm")
 
 
@@ -168,7 +173,6 @@ def decode_task(record: dict):
     generation = _num(rec["generation"], "generation", 0, 2 ** 32 - 1)
     population = _num(rec["population"], "population", 2, MAX_POPULATION)
     seed = _num(rec["seed"], "seed", 0, 2 ** 63 - 1)
-    sigma = _num(rec["sigma"], "sigma", 1e-12, 1e6, float)
     if _text(rec["antithetic"]) not in ("0", "1"):
         raise BadPayload("antithetic must be 0 or 1")
     if _text(rec["noise"]) not in ("seeds", "table"):
@@ -184,11 +188,28 @@ def decode_task(record: dict):
     center = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if not np.all(np.isfinite(center)):
         raise BadPayload("center has non-finite values")
+    sigma = _sigma(rec["sigma"], rec["sigma_vector"], center.size)
     validate_spec(spec := loads(rec["problem"], 1 << 16, depth=64))
     task = GenerationTask(seed=seed, generation=generation, sigma=sigma, antithetic=_text(rec["antithetic"]) == "1",
                           population=population, center=center, noise=_text(rec["noise"]),
                           obs_norm=_obs_norm(rec["obs_norm"]))
     return task, spec, _seed_list(rec["seeds"], "seeds"), _seed_list(rec["center_seeds"], "center_seeds"), meta
+
+
+def _sigma(text, raw, dim: int):
+    """One sigma (``text``) or a sigma per parameter (``raw`` float32 bytes): exactly one is given."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise BadPayload("sigma_vector must be raw bytes")
+    if not raw:
+        return _num(text, "sigma", 1e-12, 1e6, float)
+    if _text(text):
+        raise BadPayload("the task gives both one sigma and a sigma vector")
+    if len(raw) != 4 * dim:
+        raise BadPayload(f"sigma vector has {len(raw)} bytes, the center's {dim} parameters need {4 * dim}")
+    sigma = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not (np.all(np.isfinite(sigma)) and np.all(sigma >= 1e-12) and np.all(sigma <= 1e6)):
+        raise BadPayload("sigma vector must be finite, in [1e-12, 1e6]")
+    return sigma
 
 
 def _obs_norm(raw):

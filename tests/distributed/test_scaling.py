@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -200,13 +201,12 @@ def test_the_leases_of_another_generation_or_nonce_are_never_running_chunks(serv
     cfg = small(generations=2)
     c = Cluster(server, cfg, workers=0, start_workers=False)
     bd, problem = c.ev.board, c.problem
-    strategy, _ = make_strategy(cfg, np.zeros(problem.num_params, dtype=np.float32), problem.num_params)
+    strategy = make_strategy(cfg, np.zeros(problem.num_params, dtype=np.float32))
     seeds = es.seeding.episode_seeds(cfg.seed, 0, cfg.episodes_per_member)
 
     def hold_a_lease(g):
         bounds = c.ev.bounds(cfg.population)
-        strategy.generation = g
-        bd.open(strategy.ask(), seeds, seeds[:1], 500, bounds)
+        bd.open(replace(strategy.ask(), generation=g), seeds, seeds[:1], 500, bounds)
         jid = next(iter(bd.members))
         now = sum(x / d for x, d in zip(c.admin.time(), (1, 1e6)))
         c.admin.hset(P.LEASES, jid, json.dumps({"w": "ab" * 8, "n": bd.nonce, "t": now}))
