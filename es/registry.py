@@ -113,6 +113,36 @@ def problem_kind(kind) -> ProblemKind | None:
     return _PROBLEMS.get(kind) if isinstance(kind, str) else None
 
 
+def validate_spec(spec) -> None:
+    """A problem spec another process wrote (a task record from the network): its kind must be
+    registered (``env``, a plug-in's) and pass that kind's own check; ``ValueError`` says why.
+    Nothing is imported by name: a spec can only name what is registered already."""
+    from . import envs  # noqa: F401 -- the core's kinds register when it is imported
+    if not isinstance(spec, dict):
+        raise ValueError(f"problem spec must be a JSON object, got {type(spec).__name__}")
+    kind = problem_kind(spec.get("kind"))
+    if kind is None:
+        raise ValueError(f"problem spec: kind {spec.get('kind')!r:.40} is not env or a plug-in's problem kind")
+    try:
+        kind.validate_spec(spec)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"problem spec: {exc}") from None
+
+
+# Sizes a spec from elsewhere may ask for (the core's and plug-ins' checks use them).
+MAX_HIDDEN, MAX_LAYERS, MAX_STEPS = 4096, 8, 10 ** 6
+
+
+def int_in(v, lo: int, hi: int) -> bool:
+    """An integer (not a bool) in ``[lo, hi]``."""
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def layer_sizes_ok(hidden) -> bool:
+    """At most ``MAX_LAYERS`` hidden layer sizes, each in ``[1, MAX_HIDDEN]``."""
+    return isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(int_in(h, 1, MAX_HIDDEN) for h in hidden)
+
+
 def policy_factory(type_name: str):
     load_plugins()
     if type_name not in _POLICIES:

@@ -41,6 +41,8 @@ import struct
 
 import numpy as np
 
+from .. import registry
+from ..registry import int_in
 from .keys import JOBS, LEASES, PREFIX, RESULTS, TASK, ready_field  # noqa: F401 -- the protocol's keys
 MAGIC = b"ESR2"
 HEADER = struct.Struct("<4sB8s8s8sIIIB8s")
@@ -226,45 +228,13 @@ def _obs_norm(raw):
     return out
 
 
-# What a worker agrees to build from a task record: nothing is imported by name, sizes are bounded.
-MAX_HIDDEN, MAX_LAYERS, MAX_STEPS = 4096, 8, 10 ** 6
-
-
-def int_in(v, lo: int, hi: int) -> bool:
-    """An integer (not a bool) in ``[lo, hi]``: for allow-lists, the core's and plug-ins'."""
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
-def layer_sizes_ok(hidden) -> bool:
-    """At most ``MAX_LAYERS`` hidden layer sizes, each in ``[1, MAX_HIDDEN]``."""
-    return isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(int_in(h, 1, MAX_HIDDEN) for h in hidden)
-
-
 def validate_spec(spec) -> None:
-    """Allow-list for problem specs from the network: a known environment or registered gymnasium
-    id (never ``module:Env``, an import), bounded sizes; or a plug-in's kind, checked by it."""
-    if not isinstance(spec, dict):
-        raise BadPayload("problem spec must be a JSON object")
-    kind, steps = spec.get("kind"), spec.get("max_steps")
-    if kind == "env":
-        env_id = spec.get("env_id")
-        from ..envs import allowed_env_id
-        if not allowed_env_id(env_id):
-            raise BadPayload(f"problem spec: env_id {env_id!r:.60} is neither a known environment nor a registered "
-                             "gymnasium id (module:Env imports are never allowed)")
-        if not layer_sizes_ok(spec.get("hidden", [])):
-            raise BadPayload(f"problem spec: hidden must be at most {MAX_LAYERS} sizes in [1, {MAX_HIDDEN}]")
-        if steps is not None and not int_in(steps, 1, MAX_STEPS):
-            raise BadPayload(f"problem spec: max_steps must be an integer in [1, {MAX_STEPS}], got {steps!r:.40}")
-    else:
-        from .. import registry
-        plugin = registry.problem_kind(kind)
-        if plugin is None:
-            raise BadPayload(f"problem spec: kind {kind!r:.40} is not env or a plug-in's problem kind")
-        try:
-            plugin.validate_spec(spec)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise BadPayload(f"problem spec: {exc}") from None
+    """A problem spec from the network, checked by the registry's rules for its kind
+    (``es.registry.validate_spec``); ``BadPayload`` says why it is refused."""
+    try:
+        registry.validate_spec(spec)
+    except ValueError as exc:
+        raise BadPayload(str(exc)) from None
 
 
 # ---- jobs ----

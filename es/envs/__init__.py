@@ -35,18 +35,9 @@ def _env_problem(env_id: str):
 
 
 # What a worker agrees to build from a spec it did not write: nothing is imported by name,
-# sizes are bounded (plug-ins bound their own settings with the same helpers).
-MAX_HIDDEN, MAX_LAYERS, MAX_STEPS = 4096, 8, 10 ** 6
-
-
-def int_in(v, lo: int, hi: int) -> bool:
-    """An integer (not a bool) in ``[lo, hi]``."""
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
-
-def layer_sizes_ok(hidden) -> bool:
-    """At most ``MAX_LAYERS`` hidden layer sizes, each in ``[1, MAX_HIDDEN]``."""
-    return isinstance(hidden, list) and len(hidden) <= MAX_LAYERS and all(int_in(h, 1, MAX_HIDDEN) for h in hidden)
+# sizes are bounded (the registry's limits; plug-ins import them from here).
+MAX_HIDDEN, MAX_LAYERS, MAX_STEPS = registry.MAX_HIDDEN, registry.MAX_LAYERS, registry.MAX_STEPS
+int_in, layer_sizes_ok = registry.int_in, registry.layer_sizes_ok
 
 
 def _validate_env_spec(spec: dict) -> None:

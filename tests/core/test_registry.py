@@ -120,3 +120,23 @@ def test_a_broken_plugin_does_not_take_the_core_down(tmp_path):
     """, ES_PLUGINS="broken_plugin:register", PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}")
     assert out.returncode == 0, out.stderr
     assert "plug-in broken_plugin:register (broken_plugin:register) failed to load: RuntimeError: boom" in out.stdout
+
+
+@pytest.mark.parametrize("spec", [
+    [], {"kind": "nope"}, {"env_id": "CartPole-v1"},
+    {"kind": "env", "env_id": "os:system"}, {"kind": "env", "env_id": "NoSuchEnv-v0"},
+    {"kind": "env", "env_id": "CartPole-v1", "hidden": [4097]}, {"kind": "env", "env_id": "CartPole-v1", "hidden": [1] * 9},
+    {"kind": "env", "env_id": "CartPole-v1", "hidden": [True]}, {"kind": "env", "env_id": "CartPole-v1", "max_steps": 0},
+    {"kind": "env", "env_id": "CartPole-v1", "max_steps": 10 ** 7},
+    {"kind": "pong", "policy": {"type": "pong_dense"}, "num_envs": 10 ** 6},
+])
+def test_the_network_path_refuses_what_the_registry_refuses_with_its_words(spec):
+    """One set of rules for a spec from elsewhere: the registry's (each kind's own check);
+    the task record's decoder only turns the refusal into a BadPayload."""
+    from es import registry
+    with pytest.raises(ValueError) as by_registry:
+        registry.validate_spec(spec)
+    with pytest.raises(P.BadPayload) as by_network:
+        P.validate_spec(spec)
+    assert str(by_network.value) == str(by_registry.value)
+    registry.validate_spec({"kind": "env", "env_id": "CartPole-v1", "hidden": [4096] * 8, "max_steps": 10 ** 6})
