@@ -272,6 +272,29 @@ def test_rewritten_keys_and_task_records_are_repaired(server, name):
     assert "this" not in sys.modules or name != "problem spec imports a module (env_id 'this:Env')"
 
 
+SIGMA_ATTACKS = {"one value short": lambda raw: raw[:-4],
+                 "NaN": lambda raw: np.full(len(raw) // 4, np.nan, "<f4").tobytes(),
+                 "zero": lambda raw: bytes(len(raw))}
+
+
+@pytest.mark.parametrize("name", list(SIGMA_ATTACKS))
+def test_an_altered_sigma_vector_is_refused_and_the_snes_run_stays_identical(server, name):
+    """SNES's sigma per parameter is part of the task record: one rewritten with the master's
+    credentials is refused by the workers (and the task published again), never used."""
+    cfg = small(strategy="snes", population=32)
+    c = Cluster(server, cfg, workers=2, start_workers=False)
+
+    def then_workers(rec):
+        c.admin.hset(P.TASK, "sigma_vector", SIGMA_ATTACKS[name](rec["sigma_vector"]))
+        c.start_workers()
+    t = c.during(0, then_workers)
+    result = c.train()
+    t.join()
+    assert_identical(result, cfg)
+    assert c.logged("publishing it again with a new nonce"), c.logs
+    assert any("sigma vector" in m for m in c.worker_logs), c.worker_logs
+
+
 def test_forged_jobs_are_dropped_by_workers(server):
     """Jobs with members past the population, another run's id, or malformed fields: honest
     workers drop them and say so, nothing reaches the master as an error."""
