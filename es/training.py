@@ -316,7 +316,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             evaluator.close()
         problem.close()
 
-    summary = {"env": config.env, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
+    summary = {"env": config.env, "strategy": strategy.name, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
                else strategy.generation + 1, "stopped": state["finished"] or "generations",
                "train_seconds": state["train_seconds"], "startup_seconds": startup,
                "env_steps": state["env_steps"],

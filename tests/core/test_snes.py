@@ -61,7 +61,7 @@ def test_the_options_table_lists_the_strategies_and_the_cli_help_shows_them(caps
 def test_snes_solves_cartpole():
     result = es.train(es.config_for("cartpole", seed=0, strategy="snes"))
     s = result.summary
-    assert s["solved"] and s["stopped"] == "goal" and s["generations"] == 16, s
+    assert s["solved"] and s["stopped"] == "goal" and s["generations"] == 16 and s["strategy"] == "snes", s
     assert all(0 < m["sigma_min"] <= m["sigma_max"] for m in result.metrics if m["grad_norm"] is not None)
 
 
@@ -161,3 +161,10 @@ def test_openes_and_snes_share_one_interface():
             s.tell([1.0, 2.0])
     with pytest.raises(ValueError, match="sigma_learning_rate"):
         SNES(center, Adam(3, 0.1), population=4, sigma=0.1, seed=0, sigma_learning_rate=0.0)
+
+
+def test_the_python_api_optimises_a_function_with_snes():
+    result = es.optimize(lambda p, seed: -float(np.sum((p - 3.0) ** 2)), np.zeros(4), population=32, sigma=0.5,
+                         learning_rate=1.0, optimizer="sgd", momentum=0.0, generations=150, strategy="snes")
+    assert np.allclose(result.center, 3.0, atol=0.05), result.center
+    assert result.summary["strategy"] == "snes"
