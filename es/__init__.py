@@ -15,7 +15,8 @@ from importlib.metadata import version as _installed
 
 _EXPORTS = {"ESConfig": "config", "config_for": "config", "ESError": "errors", "SGD": "optimizers",
             "Adam": "optimizers", "centered_ranks": "shaping", "z_score": "shaping", "raw": "shaping",
-            "OpenES": "strategy", "SNES": "strategy", "GenerationTask": "strategy", "train": "training", "TrainResult": "training",
+            "OpenES": "strategy", "SNES": "strategy", "GenerationTask": "strategy", "train": "training",
+            "TrainResult": "training",
             "optimize": "api"}
 __all__ = list(_EXPORTS)
 

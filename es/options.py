@@ -62,8 +62,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("env", "cartpole", "environment name or gymnasium id", "a name", lambda v: isinstance(v, str) and v != ""),
     Option("seed", 0, "run seed: every random number of the run derives from it", "a non-negative integer",
            lambda v: is_int(v) and 0 <= v < 2 ** 63, flag_type=int),
-    Option("strategy", "openes", "evolution strategy: " + "; ".join(f"{name}: {cls.summary}" for name, cls in
-                                                              STRATEGIES.items()), choices=tuple(STRATEGIES), flag_type=str),
+    Option("strategy", "openes", "evolution strategy: " + "; ".join(f"{n}: {c.summary}" for n, c in STRATEGIES.items()),
+           choices=tuple(STRATEGIES), flag_type=str),
     Option("population", 64, "members per generation (even with antithetic sampling)", "an integer >= 2",
            _at_least(2), flag_type=int),
     Option("sigma", 0.1, "standard deviation of the parameter noise (snes: where every parameter's starts)",

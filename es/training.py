@@ -124,7 +124,8 @@ def _history_from(arrays: dict, meta: list) -> dict:
     if len(gens) != len(meta):
         raise ESError("the checkpoint's rollback history is inconsistent")
     keys = [k[len("history_"):] for k in arrays if k.startswith("history_") and k != "history_generation"]
-    return {g: {"strategy": {"generation": np.array(g, dtype=np.int64), **{k: arrays[f"history_{k}"][i].copy() for k in keys}},
+    return {g: {"strategy": {"generation": np.array(g, dtype=np.int64),
+                             **{k: arrays[f"history_{k}"][i].copy() for k in keys}},
                 "stats": None if meta[i]["stats"] is None else np.array(meta[i]["stats"], dtype=np.float64),
                 "state": meta[i]["state"], "metrics": int(meta[i]["metrics"])} for i, g in enumerate(gens)}
 
@@ -133,7 +134,8 @@ def _checkpoint_parts(strategy_state: dict) -> tuple[np.ndarray, dict, dict]:
     """A strategy's state as a checkpoint holds it: the center, the optimizer's arrays, and the
     rest as ``strategy_`` extra arrays (the generation goes in the header)."""
     opt = {k[len("opt_"):]: v for k, v in strategy_state.items() if k.startswith("opt_")}
-    rest = {f"strategy_{k}": v for k, v in strategy_state.items() if k not in ("center", "generation") and not k.startswith("opt_")}
+    rest = {f"strategy_{k}": v for k, v in strategy_state.items()
+            if k not in ("center", "generation") and not k.startswith("opt_")}
     return strategy_state["center"], opt, rest
 
 
@@ -184,7 +186,8 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         if center.size != problem.num_params:
             raise ESError(f"{run_dir}: checkpoint has {center.size} parameters, the problem needs {problem.num_params}")
         if meta.get("strategy", "openes") != strategy.name:    # checkpoints before SNES were all OpenES's
-            raise ESError(f"{run_dir}: the checkpoint is of strategy {meta.get('strategy')!r}, this run's is {strategy.name!r}")
+            raise ESError(f"{run_dir}: the checkpoint is of strategy {meta.get('strategy')!r}, "
+                          f"this run's is {strategy.name!r}")
         try:
             strategy.load_state_dict(_strategy_state(center, meta, opt_state, extra))
         except (ValueError, KeyError) as exc:
@@ -316,8 +319,9 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             evaluator.close()
         problem.close()
 
-    summary = {"env": config.env, "strategy": strategy.name, "seed": config.seed, "generations": strategy.generation if state["finished"] != "goal"
-               else strategy.generation + 1, "stopped": state["finished"] or "generations",
+    summary = {"env": config.env, "strategy": strategy.name, "seed": config.seed,
+               "generations": strategy.generation if state["finished"] != "goal" else strategy.generation + 1,
+               "stopped": state["finished"] or "generations",
                "train_seconds": state["train_seconds"], "startup_seconds": startup,
                "env_steps": state["env_steps"],
                "num_params": problem.num_params, "workers": config.workers}

@@ -136,7 +136,8 @@ def encode_task(task, problem_spec: dict, seeds, center_seeds, *, run: str, nonc
             "platform": platform, "verify": "1" if verify else "0"}
 
 
-DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "sigma_vector", "antithetic", "population", "noise", "sha256", "shape", "dtype",
+DIGEST_FIELDS = ("run", "nonce", "generation", "seed", "sigma", "sigma_vector",
+                 "antithetic", "population", "noise", "sha256", "shape", "dtype",
                  "problem", "seeds", "center_seeds", "max_length", "obs_norm")
 
 

@@ -119,8 +119,8 @@ def test_the_state_goes_out_and_back_through_one_interface():
         assert a.state_dict().keys() == b.state_dict().keys()
         assert all(np.array_equal(v, b.state_dict()[k]) for k, v in a.state_dict().items()), name
     state = a.state_dict()
-    for bad, match in ((np.zeros(3, np.float32), "center must be"), (state["center"].astype(np.float64), "center must be")):
-        with pytest.raises(ValueError, match=match):
+    for bad in (np.zeros(3, np.float32), state["center"].astype(np.float64)):
+        with pytest.raises(ValueError, match="center must be"):
             b.load_state_dict({**state, "center": bad})
     with pytest.raises(ValueError, match="generation"):
         b.load_state_dict({**state, "generation": np.array(-1)})

@@ -196,7 +196,8 @@ def test_a_fresh_id_per_result(server):
     assert result.summary["rollbacks"] == [], "a fresh id's result is never used, so nothing is replayed"
 
 
-@pytest.mark.parametrize("strategy", ["openes", pytest.param("snes", marks=pytest.mark.slow)])   # SNES: its sigma goes back with the center
+# SNES: its sigma goes back with the center
+@pytest.mark.parametrize("strategy", ["openes", pytest.param("snes", marks=pytest.mark.slow)])
 def test_a_lie_that_dodged_the_checks_is_rolled_back_when_the_liar_is_caught(server, strategy):
     """The master's bad luck, made certain: the checks miss every member of an id trusted since
     probation until generation 3; its lies (one member per chunk) enter generations 0..2; in
@@ -284,7 +285,8 @@ def test_the_checkpoint_keeps_what_a_rollback_needs_across_a_resume(server, tmp_
     from es.checkpoint import load_checkpoint, load_extra
     liar_id, own, runs = wid(12), wid(13), []
     liar = once_trusted(lambda: runs[-1] if runs else None, liar_id, one_member)
-    first = Run(server, cfg_for(generations=3, strategy=strategy), honest=0, liars=[(own, None), (liar_id, liar)], trusted=[own.hex()])
+    first = Run(server, cfg_for(generations=3, strategy=strategy), honest=0, liars=[(own, None), (liar_id, liar)],
+                trusted=[own.hex()])
     runs.append(first)
     first.ev.verify.rate_for = lambda w: 0.0
     blind_until(first, 1 << 30)
