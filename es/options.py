@@ -12,6 +12,7 @@ from .noise import SCHEMES
 from .optimizers import OPTIMIZERS
 from .shaping import SHAPINGS
 from .strategy import STRATEGIES
+from .strategy.base import RULES
 
 
 def is_int(v) -> bool:
@@ -64,10 +65,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            lambda v: is_int(v) and 0 <= v < 2 ** 63, flag_type=int),
     Option("strategy", "openes", "evolution strategy: " + "; ".join(f"{n}: {c.summary}" for n, c in STRATEGIES.items()),
            choices=tuple(STRATEGIES), flag_type=str),
-    Option("population", 64, "members per generation (even with antithetic sampling)", "an integer >= 2",
-           _at_least(2), flag_type=int),
+    Option("population", 64, "members per generation (even with antithetic sampling)", *RULES["population"],
+           flag_type=int),
     Option("sigma", 0.1, "standard deviation of the parameter noise (snes: where every parameter's starts)",
-           "a positive number", _positive, flag_type=float),
+           *RULES["sigma"], flag_type=float),
     Option("sigma_learning_rate", None, "snes: step size of log sigma (default (3 + ln d) / (5 sqrt d), d parameters)",
            "a positive number", _optional(_positive), flag_type=float),
     Option("learning_rate", 0.05, "optimizer step size", "a positive number", _positive, flag_type=float),

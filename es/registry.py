@@ -116,8 +116,8 @@ def problem_kind(kind) -> ProblemKind | None:
 def validate_spec(spec) -> None:
     """A problem spec another process wrote (a task record from the network): its kind must be
     registered (``env``, a plug-in's) and pass that kind's own check; ``ValueError`` says why.
-    Nothing is imported by name: a spec can only name what is registered already."""
-    from . import envs  # noqa: F401 -- the core's kinds register when it is imported
+    Nothing is imported by name: a spec can only name what is registered already (the core's
+    ``env`` kind registers when ``es.envs`` is imported)."""
     if not isinstance(spec, dict):
         raise ValueError(f"problem spec must be a JSON object, got {type(spec).__name__}")
     kind = problem_kind(spec.get("kind"))

@@ -232,6 +232,7 @@ def _obs_norm(raw):
 def validate_spec(spec) -> None:
     """A problem spec from the network, checked by the registry's rules for its kind
     (``es.registry.validate_spec``); ``BadPayload`` says why it is refused."""
+    from .. import envs  # noqa: F401 -- the core's env kind registers on import
     try:
         registry.validate_spec(spec)
     except ValueError as exc:

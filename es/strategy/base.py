@@ -9,6 +9,8 @@ training knowing what it holds.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Callable
 
@@ -55,12 +57,26 @@ class GenerationTask:
         return self.center[None, :] + scale * eps
 
 
+def _population_ok(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 2
+
+
+def _positive_number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+# What every strategy's population and sigma must be, as (rule, check): the options table's rows
+# for them are made of these (the table lists the strategies, so it imports this module, never
+# the reverse).
+RULES = {"population": ("an integer >= 2", _population_ok), "sigma": ("a positive number", _positive_number)}
+
+
 def check_hyperparameters(population: int, sigma: float, antithetic: bool) -> None:
-    """The options table's rules (es.options), for the Python API: ValueError with the reason."""
-    from ..options import OPTIONS     # the table lists the strategies, so it is read only when called
+    """The options table's rules for the Python API: ValueError with the reason."""
     for name, value in (("sigma", sigma), ("population", population)):
-        if not OPTIONS[name].valid(value):
-            raise ValueError(OPTIONS[name].message(value, flag=False))
+        rule, valid = RULES[name]
+        if not valid(value):
+            raise ValueError(f"{name} must be {rule}, got {value!r:.80}")
     if antithetic and population % 2:
         raise ValueError(f"population must be even with antithetic sampling (members come in +/- pairs), got {population}")
 
