@@ -206,6 +206,7 @@ def run_benchmark(*args, cwd=ROOT):
                           text=True, timeout=600, cwd=cwd, env=env)
 
 
+@pytest.mark.slow
 def test_the_kit_benchmark_runs_the_kits_own_loop_and_records_the_load(tmp_path):
     import json
     from classroom.release import release

@@ -190,7 +190,8 @@ def one_member_per_chunk_after_an_honest_first(told: list):
     return liar
 
 
-@pytest.mark.parametrize("generations", [4, pytest.param(12, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("generations", [4, 12])
 def test_an_honest_first_then_one_lie_per_chunk_is_caught_in_the_generation_it_is_told(server, generations):
     """CartPole, population 256, two honest workers and the liar. Before, in one of two trials
     its 29 lies all reached the update and the run ended elsewhere. A +100 lifts the member to
