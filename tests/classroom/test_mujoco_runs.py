@@ -45,15 +45,16 @@ def test_a_run_is_the_same_for_one_and_two_workers_and_resumes_where_it_stopped(
 
 def test_the_loops_ranks_are_es_shapings_centered_ranks():
     """One truth for ranks: the loop's own (the release does not ship es.shaping, which holds
-    notebook 00's answer) are es.shaping's, ties sharing their mean rank, in float64."""
-    from es.shaping import centered_ranks, ranks
+    notebook 00's answer) are es.shaping's centered ranks in float64, bit for bit, tied returns
+    sharing their mean rank; rounded, es's float32 weights."""
+    from es.shaping import centered_ranks
     from classroom.mujoco_runs import _ranked
     rng = np.random.default_rng(5)
     assert _ranked(np.array([1.0, 1.0, 2.0, 0.0])).tolist() == [0.0, 0.0, 0.5, -0.5]
     for x in (rng.normal(size=64), rng.integers(0, 6, 64).astype(np.float64), np.full(8, 3.0)):
         got = _ranked(x)
-        assert got.dtype == np.float64 and np.array_equal(got, ranks(x) / (len(x) - 1) - 0.5)
-        assert np.allclose(got, centered_ranks(x), rtol=0, atol=1e-7)
+        assert got.dtype == np.float64 and np.array_equal(got, centered_ranks(x, dtype=np.float64))
+        assert np.array_equal(got.astype(np.float32), centered_ranks(x))
 
 
 def test_the_update_is_notebook_04s_es_step_without_weight_decay():
