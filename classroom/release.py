@@ -36,8 +36,7 @@ from .build import BEGIN, END, ROOT, SOURCES, outputs, parse, write_notebooks
 # Support code: what the student notebooks import, and what that imports in turn.
 SUPPORT = [
     "es/__init__.py", "es/errors.py", "es/seeding.py", "es/registry.py", "es/interfaces.py", "es/policies.py", "es/exact.py",
-    "es/checkpoint.py", "es/play.py", "es/optimizers.py", "es/envs/__init__.py", "es/envs/problems.py",
-    "es/envs/cartpole.py",
+    "es/checkpoint.py", "es/play.py", "es/envs/__init__.py", "es/envs/problems.py", "es/envs/cartpole.py",
     "es/envs/gym_loop.py", "es/distributed/__init__.py", "es/distributed/keys.py", "es/distributed/server.py",
     "pong/__init__.py", "pong/games.py", "pong/policy.py", "pong/pixels.py", "pong/keypoints.py", "pong/student.py",
     "pong/background.npy", "pong/reference.npz",

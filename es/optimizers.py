@@ -5,8 +5,9 @@ starter (``-weight_decay * theta``), never subtracted from the fitness (penalisi
 mixes the penalty into the ranks; estool's issue #15 shows it).
 
 The classes keep float32 state for the strategy's update; ``adam_step`` is the course's Adam as
-a pure float64 function: the notebooks' update, which the grader's replay of a Pong run, the
-answer key and notebook 06's loop all call.
+a pure float64 function: the notebooks' update, which the grader's replay of a Pong run and the
+answer key call (notebook 06's loop ships to students without this module and writes it out;
+tests hold the two equal bit for bit).
 """
 from __future__ import annotations
 

@@ -57,6 +57,26 @@ def test_the_loops_ranks_are_es_shapings_centered_ranks():
         assert np.array_equal(got.astype(np.float32), centered_ranks(x))
 
 
+def test_the_loops_update_is_es_math_bit_for_bit():
+    """The loop's own Adam and ranks (written out: the release ships neither es.optimizers nor
+    es.shaping) are es's, bit for bit: a few updates in a row with tied returns, against
+    es.shaping.centered_ranks in float64 and es.optimizers.adam_step."""
+    from es.optimizers import adam_step
+    from es.shaping import centered_ranks
+    from classroom.mujoco_runs import _update, mirrored_noise
+    rng = np.random.default_rng(6)
+    center, (m, v, t), state = np.zeros(9, np.float32), (np.zeros(9), np.zeros(9), 0), None
+    for generation in range(6):
+        noise = mirrored_noise(1, generation, 16, 9)
+        fitness = rng.integers(0, 4, 16).astype(np.float64)           # 4 values for 16 members: ties
+        new, m, v, t = _update(center, noise, fitness, m, v, t, 0.03, 0.01)
+        grad = noise.T.astype(np.float64) @ centered_ranks(fitness, dtype=np.float64) / (16 * 0.03)
+        want, state = adam_step(center, grad, state, 0.01)
+        assert np.array_equal(new, want.astype(np.float32)), generation
+        assert np.array_equal(m, state["m"]) and np.array_equal(v, state["v"]) and t == state["t"]
+        center = new
+
+
 def test_the_update_is_notebook_04s_es_step_without_weight_decay():
     """What notebook 06 says of its loop: its update is notebook 04's es_step (the solution's)
     with weight_decay 0, centered ranks with tied returns sharing their mean rank, then Adam;
