@@ -9,7 +9,6 @@ the answers to the questions its checks ask on a few fixed input seeds (``expect
 from __future__ import annotations
 
 import hashlib
-import math
 import struct
 
 import numpy as np
