@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
-from course_sources import ROOT, load
+from course_sources import ROOT, lines, load
 from course_sources.p_release_readme import SOURCE, milestone
 
 LOCOMOTION = "docs/runs/mujoco-2core/benchmark-halfcheetah-hopper.txt"
@@ -25,8 +25,10 @@ def _cartpole_run():
 def _cartpole():
     """``python -m es train cartpole`` on its defaults: a linear policy, solved on the held-out
     episodes after 9 generations (the run is a pure function of its seed: the same on any machine)."""
+    import gymnasium
     config, result = _cartpole_run()
     assert config.hidden == [] and config.seed == 0
+    assert gymnasium.make("CartPole-v1").observation_space.shape == (4,)       # 4 x 2 weights + 2 biases = 10
     summary = result.summary
     assert [m["center_return"] for m in result.metrics].index(500.0) == 8      # within 9 generations
     assert (summary["num_params"], summary["generations"], summary["env_steps"]) == (10, 9, 375055), summary
@@ -40,9 +42,13 @@ def _course_agent():
     assert (f"{run['agent_mean']:.1f}", f"{run['random_mean']:.2f}") == ("-17.5", "-20.25"), run
 
 
-def _shipped(path: str, mean: str, ci: list, random: str, hours: str, params: int):
+def _shipped(path: str, mean: str, ci: list, random: str, hours: str, params: int, read_off: int | None = None):
+    """A shipped Pong agent's row: its record's held-out evaluation and hours, its parameters;
+    ``read_off``: how many numbers the objects policy's fixed code reads off the frames."""
     def holds():
         import numpy as np
+        from pong.policy import OBJECT_NAMES
+        assert read_off is None or len(OBJECT_NAMES) == read_off
         agent = load(path)
         e = agent["eval"]
         assert e["episodes"] == 20 and f"+{e['agent_mean']:.1f}" == mean, e
@@ -62,6 +68,16 @@ def _validation(selected_on: str) -> range:
     import re
     first, last = re.search(r"(\d+)\.\.(\d+)", selected_on).groups()
     return range(int(first), int(last) + 1)
+
+
+def _cheetah_run():
+    """Notebook 06's HalfCheetah, as its executed solution trained it (classroom.mujoco_runs)."""
+    config, rows = load("solutions/cheetah-run/config.json"), lines("solutions/cheetah-run/metrics.jsonl")
+    assert (config["task"], config["workers"], config["confirm_episodes"]) == ("halfcheetah", 2, 20), config
+    assert rows[-1]["generation"] == len(rows) - 1 == 73 and "confirmed" in rows[-1]
+    assert f"{rows[-1]['confirmed']:,.1f}" == "3,458.6" and f"{rows[-1]['seconds'] / 60:.1f}" == "6.4", rows[-1]
+    import es
+    assert es.config_for("halfcheetah").reward_goal == 3430.0
 
 
 def _locomotion(task: str, reached: int, minutes: str, threshold: float):
@@ -100,13 +116,15 @@ CLAIMS: list[Claim] = [
           "solutions/pong-run/beats_random.json"),
     Claim("8 numbers that fixed code reads off the frames (771 parameters) | 2.4 hours on 2 cores | +9.6 a game "
           "(95% CI [7.2, 12.0]), a random player -20.8, over 20 held-out games |",
-          _shipped("pong/agent.json", "+9.6", ["7.2", "12.0"], "-20.8", "2.4", 771),
+          _shipped("pong/agent.json", "+9.6", ["7.2", "12.0"], "-20.8", "2.4", 771, read_off=8),
           "pong/agent.json (eval, wall_seconds, machine, selected_on) and pong/agent.npz's center"),
     Claim("(4,121 parameters) | 2.57 hours on 2 cores | +6.4 a game (95% CI [3.7, 9.1]), a random player -20.15, "
           "over 20 held-out games |",
           _shipped("pong/agent-pixels.json", "+6.4", ["3.7", "9.1"], "-20.15", "2.57", 4121),
           "pong/agent-pixels.json (eval, wall_seconds, machine, started_from, selected_on) and "
           "pong/agent-pixels.npz's center"),
+    Claim("| 73 updates, 6.4 minutes on 2 cores | 3,458.6 over 20 held-out episodes (the threshold: 3,430) |",
+          _cheetah_run, "solutions/cheetah-run (config.json, metrics.jsonl) and es.config_for('halfcheetah')"),
     Claim("median 4.7 minutes on 2 cores | 3 of 3 seeds past 3,430 within 30 minutes |",
           _locomotion("halfcheetah", 3, "4.7", 3430.0), f"{LOCOMOTION} and es.config_for('halfcheetah')"),
     Claim("median 2.9 minutes on 2 cores | 2 of 3 seeds past 3,120 within 30 minutes |",
