@@ -34,7 +34,8 @@ import threading
 import time
 from pathlib import Path
 
-from .check import CHECKS, RELEASE_SEEDS, CheckFailed, checks_for, input_seed, verdict
+from . import PACKAGES
+from .check import CHECK_FILES, CHECKS, RELEASE_SEEDS, CheckFailed, checks_for, input_seed, verdict
 from .remote import KernelError, KernelGone, Remote, ask
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +43,8 @@ MILESTONE_MAX = {"M1": 10, "M2": 5, "M3": 5, "M4": 10}
 MAX_NOTEBOOK_BYTES = 100 << 20
 MAX_RESULT_BYTES = 8 << 20
 RUN_FILES = ("config.json", "metrics.jsonl", "centers.npy", "checkpoint.npz")   # what pong.replay reads of a run
-REFERENCE_HOMES = ("es", "pong", "solutions", "classroom", "_es_grade")
 PROBE_PACKAGE = "_es_grade"
+REFERENCE_HOMES = (*PACKAGES, "solutions", PROBE_PACKAGE)
 
 
 def notebook_name(nb, path: Path) -> str:
@@ -287,7 +288,7 @@ print("{BOOT_MARKER}" + __import__("json").dumps(_es_boot()), flush=True)
 del _es_boot"""
 
 
-SUPPORT_FILES = ("es/__init__.py", "classroom/__init__.py", "classroom/check.py", "classroom/wire.py")
+SUPPORT_FILES = ("es/__init__.py", "classroom/__init__.py", "classroom/check.py", *CHECK_FILES, "classroom/wire.py")
 
 
 class _KernelFactory:

@@ -110,7 +110,8 @@ def page(name: str) -> Page:
             around.append(before + "\n" + after)
         else:
             code.append(c.source)
-    checks = (ROOT / "classroom" / "check.py").read_text()
+    checks = "\n".join(p.read_text() for p in [ROOT / "classroom" / "check.py",
+                                                 *sorted((ROOT / "classroom" / "checks").glob("*.py"))])
     return Page(name, cells, "\n".join(code) + "\n" + checks, list(enumerate(around)))
 
 
