@@ -32,7 +32,7 @@ raises, hangs past the limits, leaves a process behind, cannot be read) is *grad
 it cost, with a message that says what the notebook did. A failure of the grader's own
 machinery (a kernel that does not start even in an empty folder, a grading process that died,
 an exception in the grader), or of the kernel's environment (a module the course needs that
-cannot be imported or read: ``grade._machine_fault``) leaves the submission *ungraded*: no
+cannot be imported or read: ``grading_child.machine_fault``) leaves the submission *ungraded*: no
 points at all (blank cells, never 0), ``status`` says why, and the exit status is 4. Exit
 statuses: 0 every submission graded; 1 the grader failed; 2 bad input (a missing path,
 nothing gradable); 3 this machine cannot grade (the preflight, or the grader's own imports);

@@ -156,18 +156,18 @@ def test_run_files_that_lead_out_of_the_students_folder_are_refused(tmp_path, re
 
 def test_a_fifo_or_a_device_in_a_run_is_refused_without_waiting(tmp_path):
     from classroom.check import CheckFailed
-    from classroom.grade import _copy_run
+    from classroom.check_runner import copy_run
     run = tmp_path / "me" / "pong-run"
     run.mkdir(parents=True)
     os.mkfifo(run / "metrics.jsonl")
     given = {"folder": tmp_path / "me", "root": tmp_path / "me", "private": tmp_path / "private"}
     t0 = time.monotonic()
     with pytest.raises(CheckFailed, match="not a regular file"):
-        _copy_run("pong-run", given)
+        copy_run("pong-run", given)
     (run / "metrics.jsonl").unlink()
     os.symlink("/dev/zero", run / "metrics.jsonl")
     with pytest.raises(CheckFailed, match="outside your submission folder"):
-        _copy_run("pong-run", given)
+        copy_run("pong-run", given)
     assert time.monotonic() - t0 < 5
 
 
@@ -274,7 +274,7 @@ def test_the_kernel_runs_as_its_own_user_in_its_own_namespaces(tmp_path):
     without solutions/, and none of the grader's files."""
     import nbformat as nbf
     from classroom import sandbox
-    from classroom.grade import _KernelFactory, _client
+    from classroom.kernels import KernelFactory, notebook_client
     sub = tmp_path / "class" / "alice"
     sub.mkdir(parents=True)
     (sub / "notes.txt").write_text("mine")
@@ -291,8 +291,8 @@ def test_the_kernel_runs_as_its_own_user_in_its_own_namespaces(tmp_path):
              "'solutions')), 'write_root': can_write(os.path.join(root, 'x')), 'write_here': can_write('x'),"
              f" 'private': os.path.exists({str(private)!r}), 'class': os.path.exists({str(tmp_path / 'class')!r})}}))")
     run = nbf.v4.new_notebook(cells=[nbf.v4.new_code_cell(probe)])
-    client = _client(run, 0, 60, private)
-    kernels = _KernelFactory(private, uid, ROOT, sub, "/submission/alice", isolation, [],
+    client = notebook_client(run, 0, 60, private)
+    kernels = KernelFactory(private, uid, ROOT, sub, "/submission/alice", isolation, [],
                              secret=[str(tmp_path / "class"), str(private)])
     try:
         kernels.start(client)
