@@ -55,8 +55,8 @@ def grade_here(path, cell_timeout: int = 900, check_timeout: int = 600, seed: in
     skipped: list[int] = []        # student cells that never finished: left out of every replay
     notes: list[str] = []
     run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source) for c in cells])
-    kernel = KernelFactory(private, uid, support_path, folder, workdir or f"/submission/{safe_name(given['STUDENT_ID'])}",
-                            isolation, notes, secret)
+    workdir = workdir or f"/submission/{safe_name(given['STUDENT_ID'])}"
+    kernel = KernelFactory(private, uid, support_path, folder, workdir, isolation, notes, secret)
     ended: list[int] = []          # code cells (1-based) that ended the kernel
     client = notebook_client(run, len(cells), cell_timeout, private)
 
