@@ -1,6 +1,6 @@
 """Grading one notebook: ``grade(path, ...)``, from the grader's side; a class: ``classroom.gradebook``.
 
-The grader runs in three rooms: this module starts the isolated child and reads back its
+The grader's work lies in four modules: this one starts the isolated child and reads back its
 verdict; ``classroom.grading_child`` is the child (the notebook run, then each check);
 ``classroom.kernels`` starts and stops the notebook's kernels; ``classroom.check_runner``
 runs one check against the student's functions in the kernel.
@@ -86,8 +86,8 @@ def within(path: Path, root: Path) -> bool:
 
 
 def _child_main(argv=None) -> None:
-    """The child's entry (``python -I -c BOOT JSON``, which names this function so that the
-    grader's and the tests' process scans recognise the child): ``grading_child.main``."""
+    """The child's entry (``python -I -c BOOT JSON``): ``grading_child.main``. The boot names
+    this function, and a scan of the processes (the attack tests') tells the child by it."""
     from .grading_child import main
     main(argv)
 
