@@ -26,8 +26,12 @@ import numpy as np
 
 from . import wire
 
+# Each check is declared once, by its ``_register`` line; these tables are derived from them.
 # name -> (milestone, points, notebook, names the check needs from the notebook)
 CHECKS: dict[str, tuple[str, int, str, tuple[str, ...]]] = {}
+# name -> the modules (and names of ``es``) its answer must not use: the reference it asks the
+# student to write (``classroom.delegation`` scans the student's function for them)
+FORBIDDEN: dict[str, tuple[str, ...]] = {}
 EXPECTED = Path(__file__).with_name("expected.json")
 # The checks' own files (one module per notebook), which a release and the grader's kernels ship with this one.
 CHECK_FILES = tuple(f"classroom/checks/{p.name}" for p in sorted((Path(__file__).parent / "checks").glob("*.py")))
@@ -170,9 +174,17 @@ def _student_error(exc: BaseException) -> BaseException:
     return exc.with_traceback(tb)
 
 
-def _register(name, milestone, points, notebook, *needs, slow=False):
+def _register(name, milestone, points, notebook, *needs, forbidden: tuple[str, ...], slow=False):
+    """Declare check ``name``: its milestone, points and notebook, the names it takes from the
+    notebook (default: its own name), the modules its answer must not use (``forbidden``, () where
+    it calls no function of the student's or no module holds its answer) and whether it takes
+    minutes (``slow``: the grader runs it once, fast mode skips it)."""
+    if not isinstance(forbidden, tuple) or not all(isinstance(m, str) and m for m in forbidden):
+        raise TypeError(f"check {name}: forbidden must be a tuple of module names, got {forbidden!r}")
+
     def wrap(fn):
         CHECKS[name] = (milestone, points, notebook, needs or (name,))
+        FORBIDDEN[name] = forbidden
         _RAW[name] = fn
         if slow:
             _SLOW.add(name)

@@ -6,7 +6,8 @@ import numpy as np
 from ..check import (_array, _call_leaving, _close, _dtype, _fail, _register, answers, rel_error)
 
 
-@_register("centered_ranks", "M1", 2, "00_es_from_scratch")
+@_register("centered_ranks", "M1", 2, "00_es_from_scratch",
+           forbidden=("es.shaping", "es.centered_ranks", "es.z_score"))
 def centered_ranks(fn, rng):
     """Tolerance 1e-6 against the course's centered ranks, on distinct returns with an outlier
     and a few closer than 1e-3 (one pair 1e-9 apart, four returns 1e-4 apart: rounding the returns
@@ -82,7 +83,8 @@ def _blame_ranks(got, x, want):
     _fail(f"centered_ranks: relative error {rel_error(got, want['right']):.2g} > 1e-6 against the reference")
 
 
-@_register("es_gradient", "M1", 2, "00_es_from_scratch")
+@_register("es_gradient", "M1", 2, "00_es_from_scratch",
+           forbidden=("es.strategy", "es.noise", "es.OpenES"))
 def es_gradient(fn, rng):
     """The ES gradient estimate from noise, weights and sigma, tolerance 1e-5, a float64 array;
     noise and weights left as they were."""

@@ -11,7 +11,8 @@ PRIME_WEIGHTS = (31, 101, 1009, 7919, 10007, 65537, 100003, 999983, 1000003, 167
                  2147483647)
 
 
-@_register("member_noise", "M2", 2, "02_parallel")
+@_register("member_noise", "M2", 2, "02_parallel",
+           forbidden=("es.noise",))
 def member_noise(fn, rng):
     """Noise of one member, float64 (dim,), from (seed, generation, member) alone, never the
     global state; standard normal (a long draw's mean, standard deviation, and shares within 0.5
@@ -110,7 +111,9 @@ def member_noise(fn, rng):
         _fail("member_noise: another process computed different noise for the same member")
 
 
-@_register("parallel_returns", "M2", 3, "02_parallel", "parallel_returns", "evaluate_members")
+@_register("parallel_returns", "M2", 3, "02_parallel", "parallel_returns", "evaluate_members",
+           forbidden=("es.parallel", "es.evaluators", "es.noise", "es.strategy", "es.train", "es.training",
+                      "es.api"))
 def parallel_returns(fn, evaluate_members, rng):
     """parallel_returns(center, sigma, seed, generation, population, n_jobs) equals
     evaluate_members(center, sigma, seed, generation, 0, population), float64, for populations that

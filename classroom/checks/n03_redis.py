@@ -9,7 +9,8 @@ import numpy as np
 from ..check import (ANSWERS, Answers, CheckFailed, _array, _call, _call_leaving, _dtype, _fail, _observe, _register, answers)
 
 
-@_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result")
+@_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result",
+           forbidden=("es.distributed",))
 def result_codec(encode_result, decode_result, rng):
     """Round trip of (generation, first, returns, lengths) through bytes, exact, no pickle, with
     integers up to 2**32 - 1; decode_result returns a dict with keys generation, first, returns,
@@ -57,7 +58,8 @@ def result_codec(encode_result, decode_result, rng):
               "lengths as uint32")
 
 
-@_register("chunks_to_requeue", "M3", 2, "03_redis")
+@_register("chunks_to_requeue", "M3", 2, "03_redis",
+           forbidden=("es.distributed",))
 def chunks_to_requeue(fn, rng):
     """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, a
     subset of queued_at's keys, as the course's Redis master decides (es.distributed): among them
@@ -109,7 +111,8 @@ def chunks_to_requeue(fn, rng):
     _fail(f"chunks_to_requeue: expected {sorted(want)}, got {sorted(got)}")
 
 
-@_register("gather", "M3", 2, "03_redis")
+@_register("gather", "M3", 2, "03_redis",
+           forbidden=("es.distributed",))
 def gather(fn, rng):
     """gather(url, generation, bounds, lease_seconds, timeout) -> (returns, lengths), run with the
     course's decode_result and chunks_to_requeue, against
@@ -260,7 +263,8 @@ def _payload_encoder(gather_fn):
 
 
 # ---------------------------------------------------------------- extras in 03: the paper's Algorithm 2
-@_register("seeds_only_update", "extras", 3, "03_redis", "update_from_returns")
+@_register("seeds_only_update", "extras", 3, "03_redis", "update_from_returns",
+           forbidden=("es.noise", "es.noise_table", "es.strategy", "es.OpenES", "es.shaping", "es.optimizers"))
 def seeds_only_update(fn, rng):
     """update_from_returns(center, seed, generation, chunk_returns, sigma, lr) -> the next center
     (float32): 12 generations of it in the notebook's process (the master) and in 3 worker
@@ -338,7 +342,8 @@ def seeds_only_update(fn, rng):
                   "this process computed before")
 
 
-@_register("noise_table", "extras", 2, "03_redis", "make_noise_table", "generation_offsets", "table_noise")
+@_register("noise_table", "extras", 2, "03_redis", "make_noise_table", "generation_offsets", "table_noise",
+           forbidden=("es.noise_table", "es.noise"))
 def noise_table(make_noise_table, generation_offsets, table_noise, rng):
     """make_noise_table(seed, size) -> float32 (size,), exactly default_rng(seed).standard_normal(
     size, dtype=np.float32); generation_offsets(seed, generation, pairs, size, dim) -> an integer

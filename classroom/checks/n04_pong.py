@@ -9,7 +9,8 @@ import numpy as np
 from ..check import (_array, _call, _call_leaving, _dtype, _fail, _observe, _register, _uint8_digest, answers, verdict)
 
 
-@_register("downsample", "M4", 2, "04_pong")
+@_register("downsample", "M4", 2, "04_pong",
+           forbidden=("pong.env",))
 def downsample(fn, rng):
     """downsample(frames (k, 210, 160) uint8) -> (k, 42, 42) uint8: each output the exact mean of
     the 5 x 160/42 input cells it covers, rounded to the nearest integer, halves to even; exact
@@ -58,7 +59,8 @@ def downsample(fn, rng):
           "pixels per output (nearest or interpolated) miss thin objects such as the ball")
 
 
-@_register("stack_frames", "M4", 1, "04_pong")
+@_register("stack_frames", "M4", 1, "04_pong",
+           forbidden=("pong.env",))
 def stack_frames(fn, rng):
     """stack_frames(stacks (k, 4, 42, 42), frames (k, 42, 42)) -> (k, 4, 42, 42) uint8, a new
     array (the inputs left as they are): each stack without its oldest frame, then the new one
@@ -84,7 +86,8 @@ FLOAT16 = ("batched_policy: its actions are those of logits computed in float16,
            "near 512 that differ by 1/64; compute in the inputs' float32 (or float64)")
 
 
-@_register("batched_policy", "M4", 1, "04_pong")
+@_register("batched_policy", "M4", 1, "04_pong",
+           forbidden=("pong.policy", "pong.problem", "es.policies"))
 def batched_policy(fn, rng):
     """batched_policy(W (P, F, 3), b (P, 3), features (P, F)) -> actions (P,), member p with
     W[p] and b[p], ties to the lowest index, with no Python loop over members: the lines of the
@@ -141,7 +144,8 @@ def batched_policy(fn, rng):
               f"{lines[1]} for 64); one batched operation (np.einsum or a batched matmul) does them all at once")
 
 
-@_register("es_step", "M4", 2, "04_pong")
+@_register("es_step", "M4", 2, "04_pong",
+           forbidden=("es.optimizers", "es.Adam", "es.shaping", "es.centered_ranks", "es.strategy", "es.OpenES"))
 def es_step(fn, rng):
     """es_step(center, noise, fitness, state, sigma, lr, weight_decay) -> (center, state): six
     updates in a row (each its own noise and fitness, with ties; the noise not mirrored) with the
@@ -229,7 +233,8 @@ def _as_saved(state):
         _fail(f"es_step: {exc}")
 
 
-@_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True)
+@_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True,
+           forbidden=())
 def pong_agent(run_dir, student_id, rng):
     """The run in ``run_dir`` is ``student_id``'s own (the course repository's ``pong.replay.verify_run``: the course's
     settings with their seed; every center the course's update of the one before; sampled

@@ -6,7 +6,8 @@ import numpy as np
 from ..check import (_array, _call_leaving, _close, _dtype, _fail, _register, answers, rel_error)
 
 
-@_register("snes_step", "extras", 3, "05_extras")
+@_register("snes_step", "extras", 3, "05_extras",
+           forbidden=())
 def snes_step(fn, rng):
     """Separable NES: the mean moves along sigma * sum_i w_i s_i, sigma is scaled by
     exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1)); both float64, new arrays (the arguments left as
@@ -49,7 +50,8 @@ def snes_step(fn, rng):
               "about 7 digits of mu and loses the step's; compute in the inputs' float64 (no astype(np.float32))")
 
 
-@_register("virtual_batch_norm", "extras", 2, "05_extras")
+@_register("virtual_batch_norm", "extras", 2, "05_extras",
+           forbidden=("pong.keypoints", "pong.policy"))
 def virtual_batch_norm(fn, rng):
     """virtual_batch_norm(reference (R, F), inputs (k, F)) -> (k, F): clip((inputs - m) / max(s, 0.1), -5, 5),
     m and s the mean and population standard deviation of each feature over the reference batch; float64
