@@ -39,8 +39,7 @@ import time
 from pathlib import Path
 
 from . import PACKAGES
-from .check import CHECK_FILES, CHECKS, RELEASE_SEEDS, CheckFailed, checks_for, input_seed, verdict
-from .remote import KernelError, KernelGone, Remote, ask
+from .check import CHECKS, checks_for
 
 ROOT = Path(__file__).resolve().parents[1]
 # The points per milestone: the sum of its checks' declared points (tests/classroom/test_check_declarations.py
