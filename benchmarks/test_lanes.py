@@ -22,14 +22,16 @@ GOALS = {"fast": 120.0, "full": 1200.0}
 
 
 def run_lane(lane: str, workers: str, slowest: int) -> dict:
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers,
+    argv = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-n", workers,
             f"--durations={slowest}", *LANES[lane]]
     env = {**os.environ, "PYTHONPATH": pythonpath(ROOT)}
     load, start = os.getloadavg()[0], time.perf_counter()
     out = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     text = out.stdout + out.stderr
-    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", text.splitlines()[-1])}
+    summary = next((line for line in reversed(text.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", summary)}
+    counts["failures"] = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
     durations = [{"seconds": float(s), "test": t} for s, t in
                  re.findall(r"^([0-9.]+)s (?:call|setup|teardown)\s+(\S+)", text, re.M)][:slowest]
     return {"lane": lane, "seconds": round(seconds, 1), "goal_seconds": GOALS[lane], "exit": out.returncode,

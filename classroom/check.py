@@ -207,6 +207,7 @@ def _register(name, milestone, points, notebook, *needs, forbidden: tuple[str, .
                 return
             raise CheckFailed(message) from None   # the message says what is wrong and how to repeat it
         student_facing.__doc__, student_facing.__name__ = fn.__doc__, name
+        globals()[name] = student_facing          # what a notebook calls: check.NAME(...)
         return student_facing
     return wrap
 
@@ -300,12 +301,11 @@ def _close(got, want, tol=1e-6) -> bool:
     return got.shape == np.shape(want) and rel_error(got, want) <= tol
 
 
-# The checks, one module per notebook: importing them registers each in CHECKS.
-from .checks.n00_es_from_scratch import (centered_ranks, _blame_ranks, es_gradient)  # noqa: E402,F401
-from .checks.n01_cartpole import (antithetic_noise, adam_update, train_cartpole, _same_center, _LOOP_MISTAKES, _blame_loop)  # noqa: E402,F401
-from .checks.n02_parallel import (PRIME_WEIGHTS, member_noise, parallel_returns, _blame_chunks)  # noqa: E402,F401
-from .checks.n03_redis import (result_codec, chunks_to_requeue, gather, _GIVE_UP, _gives_up, _payload_encoder, seeds_only_update, noise_table, _float32_digest)  # noqa: E402,F401
-from .checks.n04_pong import (downsample, stack_frames, FLOAT16, batched_policy, es_step, _as_saved, pong_agent, _pong_agent_here)  # noqa: E402,F401
-from .checks.speed import (UNGRADED, SPEED_TARGET, _best_seconds, speed_of, SLOW_BECAUSE, pong_speed)  # noqa: E402,F401
-from .checks.n05_extras import (snes_step, virtual_batch_norm)  # noqa: E402,F401
-from .checks.n06_locomotion import (_stats_out, merge_stats, mean_std, linear_policy, _course_policy, locomotion_agent)  # noqa: E402,F401
+# The checks, one module per notebook: importing one registers its checks (CHECKS, FORBIDDEN)
+# and makes each a name of this module, ``check.NAME``.
+from .checks import (n00_es_from_scratch, n01_cartpole, n02_parallel, n03_redis, n04_pong,  # noqa: E402,F401
+                     speed, n05_extras, n06_locomotion)
+from .checks.n01_cartpole import _same_center  # noqa: E402,F401
+from .checks.n02_parallel import PRIME_WEIGHTS  # noqa: E402,F401
+from .checks.n06_locomotion import _course_policy  # noqa: E402,F401
+from .checks.speed import SLOW_BECAUSE, SPEED_TARGET, UNGRADED, pong_speed, speed_of  # noqa: E402,F401

@@ -56,3 +56,9 @@ def test_each_declared_check_is_run_in_its_notebook(notebook):
     source = (ROOT / "source" / f"{notebook}.py").read_text()
     for name in check.checks_for(notebook):
         assert f"check.{name}(" in source, f"{notebook} never runs check.{name}"
+
+
+def test_a_declared_check_is_a_name_of_the_check_module():
+    """``check.NAME(...)`` works from the declaration alone: no list of names to keep by hand."""
+    for name in check.CHECKS:
+        assert getattr(check, name).__name__ == name
