@@ -30,7 +30,7 @@ from . import wire
 # name -> (milestone, points, notebook, names the check needs from the notebook)
 CHECKS: dict[str, tuple[str, int, str, tuple[str, ...]]] = {}
 # name -> the modules (and names of ``es``) its answer must not use: the reference it asks the
-# student to write (``classroom.delegation`` scans the student's function for them)
+# student to write (the grader scans the student's function for them)
 FORBIDDEN: dict[str, tuple[str, ...]] = {}
 EXPECTED = Path(__file__).with_name("expected.json")
 # The checks' own files (one module per notebook), which a release and the grader's kernels ship with this one.
