@@ -87,13 +87,6 @@ def within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _child_main(argv=None) -> None:
-    """The child's entry (``python -I -c BOOT JSON``): ``grading_child.main``. The boot names
-    this function, and a scan of the processes (the attack tests') tells the child by it."""
-    from .grading_child import main
-    main(argv)
-
-
 # ---------------------------------------------------------------- in the grader
 def _descendants(pid: int) -> set[int]:
     from .sandbox import process_table, process_tree
@@ -232,7 +225,7 @@ def grade(path, cell_timeout: int = 900, check_timeout: int = 600, submission_ti
                 # never in the kernel's view, even where they lie inside a folder it is given
                 "secret": [str(root), str(root.parent), str(private), str(path.parent)],
                 "workdir": "/submission/" + "/".join(map(safe_name, [student, *path.parent.relative_to(root).parts]))}
-        boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from classroom.grade import _child_main; _child_main()"
+        boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from classroom.grading_child import main as _child_main; _child_main()"
         proc = subprocess.Popen([sys.executable, "-I", "-c", boot, json.dumps(args)], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(w,),
                                 start_new_session=True, cwd=private,

@@ -31,6 +31,7 @@ import shutil
 from pathlib import Path
 
 from . import PACKAGES, check, references
+from .checks import base as check_base
 from .build import BEGIN, END, ROOT, SOURCES, outputs, parse, write_notebooks
 
 # Support code: what the student notebooks import, and what that imports in turn.
@@ -127,14 +128,14 @@ def release(target, force: bool = False, log=print) -> int:
 def record_answers(seeds=RECORDED_SEEDS) -> dict:
     """The answer key's answers to every question the checks ask on ``seeds``, asked by
     running each check on the key's own solutions (which must pass)."""
-    recorder, saved = check.Answers(references, record=True), check.ANSWERS
-    check.ANSWERS = recorder
+    recorder, saved = check.Answers(references, record=True), check_base.ANSWERS
+    check_base.ANSWERS = recorder
     try:
         for name, solution in references.SOLUTIONS.items():
             for seed in seeds:
                 check.verdict(name, solution, seed)
     finally:
-        check.ANSWERS = saved
+        check_base.ANSWERS = saved
     return recorder.recorded
 
 

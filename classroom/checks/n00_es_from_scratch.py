@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..check import (_array, _call_leaving, _close, _dtype, _fail, _register, answers, rel_error)
+from .base import (_array, _call_leaving, _close, _dtype, _fail, _register, answers, rel_error)
 
 
 @_register("centered_ranks", "M1", 2, "00_es_from_scratch",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import wire
-from ..check import (_array, _call, _dtype, _fail, _observe, _register, answers)
+from .base import (_array, _call, _dtype, _fail, _observe, _register, answers)
 
 
 @_register("antithetic_noise", "M1", 1, "01_cartpole",

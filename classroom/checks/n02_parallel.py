@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..check import (_call, _dtype, _fail, _observe, _register)
+from .base import (_call, _dtype, _fail, _observe, _register)
 
 
 # weights that member_noise tries besides the powers of 10 and of 2: common primes below 2**32

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from ..check import (ANSWERS, Answers, CheckFailed, _array, _call, _call_leaving, _dtype, _fail, _observe, _register, answers)
+from .base import (ANSWERS, Answers, CheckFailed, _array, _call, _call_leaving, _dtype, _fail, _observe, _register, answers)
 
 
 @_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result",

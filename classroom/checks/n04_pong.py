@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..check import (_array, _call, _call_leaving, _dtype, _fail, _observe, _register, _uint8_digest, answers, verdict)
+from .base import (_array, _call, _call_leaving, _dtype, _fail, _observe, _register, _uint8_digest, answers, verdict)
 
 
 @_register("downsample", "M4", 2, "04_pong",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..check import (_array, _call, _call_leaving, _close, _dtype, _fail, _observe, _register, answers, rel_error)
+from .base import (_array, _call, _call_leaving, _close, _dtype, _fail, _observe, _register, answers, rel_error)
 
 
 def _stats_out(out, d, what):

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from ..check import (CheckFailed, _fail)
+from .base import (CheckFailed, _fail)
 
 
 # Checks a student runs that the grader does not grade (no points, no nbgrader grade cell): a
