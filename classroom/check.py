@@ -18,7 +18,7 @@ from __future__ import annotations
 # The machinery, then the checks, one module per notebook: importing one registers its checks
 # (CHECKS, FORBIDDEN), and each becomes a name of this module, ``check.NAME``.
 from .checks import base as _base  # noqa: E402
-globals().update({k: v for k, v in vars(_base).items() if not k.startswith("__")})
+globals().update({k: v for k, v in vars(_base).items() if not k.startswith("__")})   # (to swap ANSWERS: _base.ANSWERS)
 from .checks import (n00_es_from_scratch, n01_cartpole, n02_parallel, n03_redis, n04_pong,  # noqa: E402,F401
                      speed, n05_extras, n06_locomotion)
 globals().update(_base.STUDENT_FACING)
