@@ -128,12 +128,12 @@ def release(target, force: bool = False, log=print) -> int:
 def record_answers(seeds=RECORDED_SEEDS) -> dict:
     """The answer key's answers to every question the checks ask on ``seeds``, asked by
     running each check on the key's own solutions (which must pass)."""
-    recorder, saved = check.Answers(references, record=True), check_base.ANSWERS
+    recorder, saved = check_base.Answers(references, record=True), check_base.ANSWERS
     check_base.ANSWERS = recorder
     try:
         for name, solution in references.SOLUTIONS.items():
             for seed in seeds:
-                check.verdict(name, solution, seed)
+                check_base.verdict(name, solution, seed)
     finally:
         check_base.ANSWERS = saved
     return recorder.recorded

@@ -38,7 +38,8 @@ def pytest_collection_modifyitems(config, items):
         group = None
         for name in sorted(defs):
             fixture = defs[name][-1]
-            where = Path(getattr(fixture.func, "__code__", None).co_filename) if hasattr(fixture.func, "__code__") else None
+            code = getattr(fixture.func, "__code__", None)
+            where = Path(code.co_filename) if code else None
             if fixture.scope == "session" and where and where.name == "conftest.py" and where != root_conftest \
                     and ROOT in where.parents:
                 group = f"session:{name}"
