@@ -1,4 +1,4 @@
-"""What the defences against lying workers cost when no one lies (issue 43): the spot checks at
+"""What the defences against lying workers cost when no one lies: the spot checks at
 the default target (``--catch-within 442``: each member of a worker the master did not start
 replayed with probability 1/64.5, more for ids with few verified members), probation, and the
 rollback book-keeping (the state before every generation a later ban could send the run back

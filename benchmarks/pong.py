@@ -22,9 +22,9 @@ training step). Prints one JSON line.
   consecutive steps of 32 real games, as training plays them: ``blas`` (each stack of 4 frames
   summed again) against ``taps`` (per-frame sums; the memo reuses the frames of the previous
   step); ``keypoints_windows6_taps``: six windows (``--pull windows``), per frame only;
-  ``keypoints_windows6_vbn_taps``: the same with ``--head-inputs vbn`` (attempts 14 and 15);
-  ``keypoints_windows6_motion_vbn_taps``: on frames+motion (attempt 16), and ``..._mix6_taps``
-  with ``--mix 6`` (attempt 17).
+  ``keypoints_windows6_vbn_taps``: the same with ``--head-inputs vbn``;
+  ``keypoints_windows6_motion_vbn_taps``: on frames+motion, and ``..._mix6_taps`` with
+  ``--mix 6``.
   What these compute once per member and episode (vbn's statistics, the windows' pull field)
   is left out of the per-step figure and measured as ``*_us_per_member_episode``.
   ``--conv taps`` plays a keypoints checkpoint that way in the ES generations too.
@@ -257,8 +257,8 @@ def main():
                             f"{name}_us_per_observation": policy_us_per_observation(policy)})
         # keypoints as games play them, step after step: BLAS sums over each stack of 4 frames
         # against per-frame sums with the memo (2 keypoints on frames; 3 on frames+motion; 6
-        # windows and a head of 8, attempt 13's design, with vbn 14's and 15's, on frames+motion 16's,
-        # with --mix 6 17's; per frame only)
+        # windows and a head of 8, alone, with vbn, on frames+motion, and with --mix 6; per frame
+        # only)
         windows = {"pull": "windows", "keypoints": 6, "hidden": (8,)}
         for name, options, convs in (("keypoints", {"keypoints": 2, "hidden": (16,)}, ("blas", "taps")),
                                      ("keypoints_motion3", {"keypoints": 3, "hidden": (16,), "motion": True},

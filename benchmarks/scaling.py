@@ -296,9 +296,9 @@ def part_schedule(policies, populations, worker_counts=(2, 4, 8, 16, 64), spread
     workers pull chunks; each worker's speed is 1 +- ``spread`` (uniform: a shared or uneven
     machine); efficiency = the ideal time (all the work at the in-process cost per step of 32
     games, spread evenly over the workers' total speed) over the simulated makespan. Layouts:
-    ``even-4`` (joblib before issue 33: 4 even chunks per worker, the center on the last chunk,
-    handed out last), ``even-8-chunks`` (Redis before: 8 chunks whatever the workers),
-    ``guided`` (now: shrinking chunks, largest first, the master plays the center)."""
+    ``even-4`` (4 even chunks per worker, the center on the last chunk, handed out last),
+    ``even-8-chunks`` (8 chunks whatever the workers), ``guided`` (es's layout: shrinking chunks,
+    largest first, the master plays the center)."""
     from es.parallel import chunk_bounds, dispatch_order, guided_bounds
     rng = np.random.default_rng(0)
     for policy in policies:
@@ -675,13 +675,13 @@ def plot(rows, path) -> None:
                              if r["evaluator"] == "in-process" or (r["evaluator"] == way and r.get("code", "new") == code))
                 if len(pts) > 1:
                     ax.plot(*zip(*pts), color=color, marker=marker, ls=ls, alpha=1.0 if code == "new" else 0.5,
-                            label=f"ES {way}" + (" (before issue 33)" if code == "before" else ""))
+                            label=f"ES {way}" + (" (--compare-root)" if code == "before" else ""))
                 eff = sorted((r["workers"], r["efficiency"]) for r in mine
                              if r["evaluator"] == way and r.get("code", "new") == code)
                 eff = [(n * nudge[way], e) for n, e in eff]
                 if eff:
                     ax_eff.plot(*zip(*eff), color=color, marker=marker, ls="none", ms=8, alpha=1.0 if code == "new" else 0.5,
-                                label=f"{way}, measured" + (" (before issue 33)" if code == "before" else ""))
+                                label=f"{way}, measured" + (" (--compare-root)" if code == "before" else ""))
             g = sorted((r["workers"], r["efficiency_spread_0.0"], r["efficiency_spread_0.1"]) for r in guess
                        if r["evaluator"] == way)
             if g:

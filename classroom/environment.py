@@ -18,7 +18,9 @@ import re
 import sys
 from pathlib import Path
 
-OWN = ("es", "pong", "classroom")          # the course's own packages (the support code)
+from . import PACKAGES
+
+OWN = PACKAGES          # the course's own packages (the support code)
 ENVIRONMENT_ERRORS = ("ImportError", "ModuleNotFoundError", "PermissionError")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

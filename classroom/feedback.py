@@ -9,7 +9,7 @@ import html
 import re
 from pathlib import Path
 
-from .records import MILESTONES, Student, extras_points, student_rows, totals
+from .records import MILESTONES, Student, Tally, extras_points, tallied
 
 
 def _pong(p: dict) -> list[str]:
@@ -60,11 +60,11 @@ def _questions(answers: list) -> list:
     return out
 
 
-def blocks(s: Student) -> list:
+def blocks(s: Student, tally: Tally | None = None) -> list:
     """The feedback as blocks: ("h1"|"h2"|"h3"|"p"|"quote", text), ("table", header, rows), ("ul",
-    items), ("code", text)."""
-    book = totals(s)
-    rows = student_rows(s)
+    items), ("code", text); ``tally``: ``s``'s rows and totals, when the class has them already."""
+    tally = tally or tallied([s])[0]
+    book, rows = tally.totals, tally.rows
     out: list = [("h1", f"Feedback for {s.name}"),
                  ("p", f"Graded as {s.name}: {s.how}.")]
     shown = lambda v: "ungraded" if v is None else v      # noqa: E731
@@ -168,11 +168,11 @@ def to_html(bl: list, title: str) -> str:
             f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_feedback(s: Student, folder, fmt: str = "md") -> Path:
+def write_feedback(s: Student, folder, fmt: str = "md", tally: Tally | None = None) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", s.name) or "student"
-    bl = blocks(s)
+    bl = blocks(s, tally)
     target = folder / f"{name}.{'html' if fmt == 'html' else 'md'}"
     target.write_text(to_html(bl, f"Feedback for {s.name}") if fmt == "html" else markdown(bl))
     return target

@@ -9,7 +9,9 @@ and sum of squares of the states it visited; the master merges them with ``merge
 member order, so the run is the same for any number of workers. The ES update is notebook 04's
 ``es_step`` with no weight decay: centered ranks of the members' returns (ties share their mean
 rank, as notebook 00's ``centered_ranks`` has them), then Adam; the noise is mirrored, drawn from
-``(seed, generation)``.
+``(seed, generation)``. This module ships in the student release, and the package's modules that
+hold these three (notebooks 00's and 01's answers) do not: it writes them out, and the course's
+tests hold them bit for bit equal to the package's.
 
 Files in ``run_dir`` (what ``check.locomotion_agent`` grades): ``config.json`` (the task and
 settings), ``metrics.jsonl`` (a line per generation; its scores, ``center_score``, ``pop_mean``
@@ -119,9 +121,8 @@ def mirrored_noise(seed: int, generation: int, population: int, dim: int) -> np.
 
 
 def _ranked(fitness: np.ndarray) -> np.ndarray:
-    """Centered ranks in [-0.5, 0.5], tied returns sharing their mean rank: the weights of
-    notebook 00's ``centered_ranks`` (the course's tests hold them equal to its answer), kept in
-    float64 as the course's own run of notebook 06 computed them."""
+    """Centered ranks in [-0.5, 0.5], tied returns sharing their mean rank, in float64: notebook
+    00's ``centered_ranks``."""
     f = np.asarray(fitness, dtype=np.float64)
     below = (f[None, :] < f[:, None]).sum(axis=1)          # members with a lower return
     tied = (f[None, :] == f[:, None]).sum(axis=1) - 1      # other members with the same return
@@ -137,6 +138,7 @@ def _update(center, noise, fitness, m, v, t, sigma, lr):
 
 
 def _adam(center, grad, m, v, t, lr):
+    """One Adam ascent step in float64 (betas 0.9, 0.999, epsilon 1e-8); the center in float32."""
     t += 1
     m = 0.9 * m + 0.1 * grad
     v = 0.999 * v + 0.001 * grad * grad

@@ -34,6 +34,8 @@ from pathlib import Path
 
 from es.errors import ESError
 
+from . import PACKAGES
+
 KNOWN_ANSWER = '''\
 _es_cannot_import = None
 {imports}
@@ -186,9 +188,9 @@ def _cause(said: str, support: Path, isolation: str) -> tuple[str, str]:
         # The kernel died without a word, or the known answer's imports failed: is something the
         # kernel needs closed to other users? (Only what it needs: Python, the support packages.)
         unreadable = first_unreadable([Path(sys.prefix), Path(sys.base_prefix), support,
-                                       *[support / p for p in ("es", "pong", "classroom") if (support / p).is_dir()]],
+                                       *[support / p for p in PACKAGES if (support / p).is_dir()]],
                                       descend=(Path(sys.prefix), Path(sys.base_prefix),
-                                               *[support / p for p in ("es", "pong", "classroom")]))
+                                               *[support / p for p in PACKAGES if (support / p).is_dir()]))
     if unreadable:
         top = next((str(p) for p in (support, Path(sys.prefix), Path(sys.base_prefix))
                     if unreadable == str(p) or unreadable.startswith(str(p) + "/")), os.path.dirname(unreadable))

@@ -1,5 +1,6 @@
 """What the grader knows about one student of a class: their submission (``Student``) and
-their rows (every check of the course, graded or 0 with why not) and totals."""
+their rows (every check of the course, graded or 0 with why not) and totals; a class's tally
+(``tally``: each student's rows and totals, computed once for every output)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -82,3 +83,21 @@ def totals(s: Student) -> dict:
 def _sum(points):
     points = list(points)
     return None if any(p is None for p in points) else sum(points)
+
+
+@dataclass
+class Tally:
+    """One student's tally: every check's row (``student_rows``) and the totals (``totals``)."""
+    student: Student
+    rows: list
+    totals: dict
+
+
+def tally(students) -> list[Tally]:
+    """Each student's rows and totals, in the order given: what every output of a class reads."""
+    return [Tally(s, student_rows(s), totals(s)) for s in students]
+
+
+def tallied(book) -> list[Tally]:
+    """``book`` as tallies: a ``Student`` is tallied, a ``Tally`` kept."""
+    return [t if isinstance(t, Tally) else tally([t])[0] for t in book]

@@ -9,26 +9,26 @@ the answers to the questions its checks ask on a few fixed input seeds (``expect
 from __future__ import annotations
 
 import hashlib
-import math
 import struct
 
 import numpy as np
 
 from es import obs_norm
 from es.distributed.master import chunks_to_requeue as master_requeue
+from es.noise import mirrored
+from es.optimizers import adam_moments, adam_rate, adam_step
 from es.policies import MLPPolicy
 from es.shaping import centered_ranks as es_centered_ranks
+from es.shaping import ranks as es_ranks
 from pong.env import _COLUMNS, downsample_batch, stack_batch
 from pong.replay import reference_es_step
 
 
 def centered_ranks(x) -> dict:
-    """Ranks in [-0.5, 0.5], ties sharing the mean of their ranks, in float64 (es.shaping's are
-    float32; its ranks are multiples of 1/2, recovered exactly)."""
+    """Ranks in [-0.5, 0.5], ties sharing the mean of their ranks, in float64 (es.shaping's)."""
     x = np.asarray(x, dtype=np.float64)
-    n = len(x)
-    ranks = np.round((es_centered_ranks(x).astype(np.float64) + 0.5) * (n - 1) * 2) / 2
-    return {"right": ranks / (n - 1) - 0.5, "ranks": ranks, "argsort": np.argsort(x, kind="stable").astype(np.float64)}
+    return {"right": es_centered_ranks(x, dtype=np.float64), "ranks": es_ranks(x),
+            "argsort": np.argsort(x, kind="stable").astype(np.float64)}
 
 
 def es_gradient(noise, weights, sigma) -> dict:
@@ -43,9 +43,8 @@ def adam_update(theta, grads, lr) -> dict:
         m = v = np.zeros(len(theta))
         x = np.asarray(theta, dtype=np.float64)
         for t, g in enumerate(grads, 1):
-            g = np.asarray(g, dtype=np.float64)
-            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g ** 2
-            a = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) if correct else lr
+            m, v = adam_moments(m, v, np.asarray(g, dtype=np.float64))
+            a = adam_rate(lr, t) if correct else lr
             x = x + sign * a * m / (np.sqrt(v + 1e-8) if inside else np.sqrt(v) + 1e-8)
         return x
     return {"right": adam(True), "descends": adam(True, -1.0), "no_bias_correction": adam(False),
@@ -72,8 +71,7 @@ def _cartpole_run(seed, generations=60, population=256, sigma=0.2, lr=0.3, mista
             break
         if mistake != "noise_first":
             half = rng.standard_normal((population // 2, policy.num_params))
-        noise = np.empty((population, policy.num_params))
-        noise[0::2], noise[1::2] = half, -half
+        noise = mirrored(half)
         members = np.asarray(center + sigma * noise, dtype=np.float32)
         start = int(starts[g if mistake == "starts_g" else 0])
         returns, _ = run_cartpole_batch(policy, members, np.arange(population), np.full(population, start))
@@ -190,10 +188,10 @@ def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_sc
     grad = es / (len(w) * (1.0 if no_sigma else sigma)) + decay_sign * weight_decay * c
     state = state or {"m": np.zeros(c.size), "v": np.zeros(c.size), "t": 0}
     t = state["t"] + 1
-    m, v = 0.9 * state["m"] + 0.1 * grad, 0.999 * state["v"] + 0.001 * grad * grad
+    m, v = adam_moments(state["m"], state["v"], grad)
     if amsgrad:
         v = np.maximum(v, state["v"])
-    a = lr if no_bias else lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+    a = lr if no_bias else adam_rate(lr, t)
     return c + sign * a * m / (np.sqrt(v + 1e-8) if inside else np.sqrt(v) + 1e-8), {"m": m, "v": v, "t": t}
 
 
@@ -347,12 +345,7 @@ def float32_digest(a) -> str:
 
 
 def _adam_step(theta, grad, state, lr):
-    state = state or {"m": np.zeros(len(grad)), "v": np.zeros(len(grad)), "t": 0}
-    t = state["t"] + 1
-    m = 0.9 * np.asarray(state["m"]) + 0.1 * np.asarray(grad, dtype=np.float64)
-    v = 0.999 * np.asarray(state["v"]) + 0.001 * np.asarray(grad, dtype=np.float64) ** 2
-    step = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
-    return np.asarray(theta, dtype=np.float64) + step, {"m": m, "v": v, "t": t}
+    return adam_step(np.asarray(theta, dtype=np.float64), grad, state, lr)
 
 
 # The answer key as a student would write it, for each check whose questions need answers:

@@ -30,7 +30,8 @@ import re
 import shutil
 from pathlib import Path
 
-from . import check, references
+from . import PACKAGES, check, references
+from .checks import base as check_base
 from .build import BEGIN, END, ROOT, SOURCES, outputs, parse, write_notebooks
 
 # Support code: what the student notebooks import, and what that imports in turn.
@@ -41,7 +42,7 @@ SUPPORT = [
     "pong/__init__.py", "pong/games.py", "pong/policy.py", "pong/pixels.py", "pong/keypoints.py", "pong/student.py",
     "pong/background.npy", "pong/reference.npz",
     "classroom/__init__.py", "classroom/check.py", "classroom/wire.py", "classroom/probe.py",
-    "classroom/redis_workers.py", "classroom/cartpole_workers.py", "classroom/mujoco_runs.py",
+    "classroom/redis_workers.py", "classroom/cartpole_workers.py", "classroom/mujoco_runs.py", *check.CHECK_FILES,
 ]
 # The student-facing pages of docs/: written to cite only what a release holds (check_release).
 READING = ["docs/students.md"]
@@ -127,14 +128,14 @@ def release(target, force: bool = False, log=print) -> int:
 def record_answers(seeds=RECORDED_SEEDS) -> dict:
     """The answer key's answers to every question the checks ask on ``seeds``, asked by
     running each check on the key's own solutions (which must pass)."""
-    recorder, saved = check.Answers(references, record=True), check.ANSWERS
-    check.ANSWERS = recorder
+    recorder, saved = check_base.Answers(references, record=True), check_base.ANSWERS
+    check_base.ANSWERS = recorder
     try:
         for name, solution in references.SOLUTIONS.items():
             for seed in seeds:
-                check.verdict(name, solution, seed)
+                check_base.verdict(name, solution, seed)
     finally:
-        check.ANSWERS = saved
+        check_base.ANSWERS = saved
     return recorder.recorded
 
 
@@ -165,6 +166,11 @@ GRADED = set(check.CHECKS) | {"encode_result", "decode_result", "evaluate_member
                               "generation_offsets", "table_noise"}
 
 
+# Where a release's support code lives: none of it may define a graded function (the checks,
+# in classroom/, name them without answering them).
+SUPPORT_FOLDERS = {*PACKAGES, "envs", "distributed"} - {"classroom"}
+
+
 def check_release(target) -> list[str]:
     """What is wrong with the release in ``target`` (empty: nothing)."""
     target, problems = Path(target), []
@@ -180,7 +186,7 @@ def check_release(target) -> list[str]:
     for f in target.rglob("*.py"):
         tree = ast.parse(f.read_text())
         defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        if f.parts[-2] in ("es", "envs", "distributed", "pong") and defined & GRADED:   # check.py names checks so
+        if f.parts[-2] in SUPPORT_FOLDERS and defined & GRADED:
             problems.append(f"{f.relative_to(target)} defines {', '.join(sorted(defined & GRADED))}, a graded function")
         problems += [f"{f.relative_to(target)} imports {m}, which is not in the release" for m in _imports(tree, f, target)
                      if not _resolves(m, target)]
@@ -196,14 +202,14 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|(?:src|href)=[\"
 COMMAND = re.compile(r"\bpython3?\s+-m\s+([A-Za-z_][\w.]*)((?:\s+[a-z][\w-]*)?)")
 EXTENSIONS = "py|md|ipynb|json|jsonl|txt|npz|npy|png|gif|svg|csv|html|sh|toml|cfg|yml|yaml|acl"
 FILE = re.compile(r"(?<![\w./@:-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:%s))(?![\w/-])" % EXTENSIONS)
-MODULE = re.compile(r"(?<![\w./-])((?:es|pong|classroom)(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+MODULE = re.compile(r"(?<![\w./-])((?:%s)(?:\.[A-Za-z_]\w*)+)(?![\w/-])" % "|".join(PACKAGES))
 
 
 def _folder_path():
     """Paths into a top-level folder of the release or of the course repository (``benchmarks/``
     names a folder a release must not cite unless it holds it): ``name/...``."""
     names = sorted({p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
-                   | {"es", "pong", "classroom", "docs", RUN_DIR, LOCOMOTION_DIR}, key=len, reverse=True)
+                   | {*PACKAGES, "docs", RUN_DIR, LOCOMOTION_DIR}, key=len, reverse=True)
     return re.compile(r"(?<![\w./@:-])((?:%s)/[\w./-]*)" % "|".join(map(re.escape, names)))
 
 
@@ -362,7 +368,7 @@ def _imports(tree, path: Path, target: Path):
         else:
             continue
         for name in names:
-            if name.split(".")[0] in ("es", "pong", "classroom") and not _guarded(node, tree):
+            if name.split(".")[0] in PACKAGES and not _guarded(node, tree):
                 yield name
 
 

@@ -20,6 +20,15 @@ def noise_block(seed: int, generation: int, block: int, dim: int) -> np.ndarray:
     return rng_for(seed, NOISE, generation, block).standard_normal((PAIRS_PER_BLOCK, dim), dtype=np.float32)
 
 
+def mirrored(half: np.ndarray) -> np.ndarray:
+    """Mirrored pairs from their positive halves, interleaved: row ``2k`` is ``half[k]`` and row
+    ``2k + 1`` is ``-half[k]`` (a pair stays in one chunk of consecutive members). The course's
+    loops each draw ``half`` from the stream their notebook's contract names; this is the one
+    way they mirror it."""
+    half = np.asarray(half)
+    return np.stack([half, -half], axis=1).reshape(2 * len(half), *half.shape[1:])
+
+
 def member_pairs(members: np.ndarray, antithetic: bool) -> tuple[np.ndarray, np.ndarray]:
     """Pair index and sign (+1/-1, float32) of each member id."""
     members = np.asarray(members, dtype=np.int64)

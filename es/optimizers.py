@@ -1,10 +1,17 @@
 """Optimizers that *ascend* a gradient estimate. One ``_compute_step`` per class.
 
 Weight decay is an L2 penalty on the parameters, folded into the gradient as in OpenAI's
-starter (``-weight_decay * theta``), never subtracted from the fitness (estool issue #15:
-penalising fitness mixes the penalty into the ranks).
+starter (``-weight_decay * theta``), never subtracted from the fitness (penalising the fitness
+mixes the penalty into the ranks; estool's issue #15 shows it).
+
+The classes keep float32 state for the strategy's update; ``adam_step`` is the course's Adam as
+a pure float64 function: the notebooks' update, which the grader's replay of a Pong run and the
+answer key call (notebook 06's loop ships to students without this module and writes it out;
+tests hold the two equal bit for bit).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -69,6 +76,29 @@ class Adam(Optimizer):
         self.m = b1 * self.m + (1 - b1) * g
         self.v = b2 * self.v + (1 - b2) * (g * g)
         return (np.float32(a) * self.m / (np.sqrt(self.v) + np.float32(self.epsilon))).astype(np.float32)
+
+
+def adam_moments(m, v, grad):
+    """Adam's two moving averages after one more gradient, in float64 with the course's betas
+    (0.9, 0.999). The weights are the literals 0.1 and 0.001 the notebooks write: ``1 - 0.9`` is
+    0.09999999999999998 in float64, and recorded runs and answers hold these bits."""
+    return 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
+
+
+def adam_rate(learning_rate: float, t: int) -> float:
+    """Adam's step size at step ``t`` (from 1), both bias corrections folded in."""
+    return learning_rate * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+
+
+def adam_step(theta, grad, state, learning_rate: float):
+    """One Adam *ascent* step, a pure function: ``(theta + step, new state)``, where the state is
+    ``{"m", "v", "t"}`` (``None`` before the first step) and is never changed in place; float64,
+    betas 0.9 and 0.999, epsilon 1e-8 outside the square root."""
+    grad = np.asarray(grad, dtype=np.float64)
+    state = state or {"m": np.zeros(grad.shape), "v": np.zeros(grad.shape), "t": 0}
+    t = state["t"] + 1
+    m, v = adam_moments(np.asarray(state["m"]), np.asarray(state["v"]), grad)
+    return theta + adam_rate(learning_rate, t) * m / (np.sqrt(v) + 1e-8), {"m": m, "v": v, "t": t}
 
 
 OPTIMIZERS = {"adam": Adam, "sgd": SGD}

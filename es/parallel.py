@@ -196,7 +196,7 @@ class ParallelEvaluator(Evaluator):
         """Start warming the workers; this process gets ready to play the center. A problem
         played one episode at a time (guided chunks: Pong, gymnasium ids), for which the workers
         are the way, waits here for them, as Redis and Dask do: their start-up is spent before
-        generation 0 and reported as start-up (issue 43: at 16 workers generation 0 lasted 2.76
+        generation 0 and reported as start-up (otherwise, at 16 workers, generation 0 lasts 2.76
         steady ones), and this process is timed on the center's episodes it plays meanwhile.
         A batched problem (CartPole) plays in-process while they warm, in the background."""
         self.problem.warm_up(center_episodes)
@@ -264,10 +264,10 @@ class ParallelEvaluator(Evaluator):
         """The workers are still starting: members are played here a slice at a time until they
         are ready (at least one slice when this process was never timed), then the rest goes
         to them (members are independent: the same returns either way). A whole generation
-        played here while they warmed, or to time this process, lasted about N steady
-        generations with N workers (2.4x on 2 cores for Pong, some 16x on 16); now it lasts
-        about their start-up. The slices time this process for the choice; the workers are
-        timed on a generation they play whole."""
+        played here while they warm, or to time this process, would last about N steady
+        generations with N workers (2.4x on 2 cores for Pong, some 16x on 16); handed over, it
+        lasts about their start-up. The slices time this process for the choice; the workers
+        are timed on a generation they play whole."""
         n, e = task.population, len(seeds)
         step = max(2, 2 * -(-n // (2 * max(HAND_OVER_SLICES, self.workers))))    # whole antithetic pairs
         if not self._timing["local"]:      # this process's environments are built outside the clock

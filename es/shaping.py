@@ -31,15 +31,17 @@ def ranks(returns) -> np.ndarray:
     return out
 
 
-def centered_ranks(returns) -> np.ndarray:
+def centered_ranks(returns, dtype=np.float32) -> np.ndarray:
     """Ranks scaled to [-0.5, 0.5]; they sum to zero (OpenAI's ``compute_centered_ranks``).
 
     Robust to outliers and to the scale of the reward: only the order of returns matters.
+    Computed in float64 and returned as ``dtype``: float32 for ``es``'s own update, float64
+    where the course's float64 references need them exactly.
     """
     x = _check(returns)
     if len(x) < 2:
-        return np.zeros(len(x), dtype=np.float32)
-    return (ranks(x) / (len(x) - 1) - 0.5).astype(np.float32)
+        return np.zeros(len(x), dtype=dtype)
+    return (ranks(x) / (len(x) - 1) - 0.5).astype(dtype)
 
 
 def z_score(returns) -> np.ndarray:

@@ -42,12 +42,12 @@ windows by its filters. A frame's keypoints depend on that frame alone, and a ga
 observation shares 3 of its 4 frames with the last one: ``KeypointMemo`` reuses them (2 with
 ``motion``: the oldest frame's change is 0), checked byte for byte: faster, no result changes.
 
-**Two options of attempts 13 and 14.** ``pull="windows"``: each keypoint looks through a
+**Windows and normalized inputs.** ``pull="windows"``: each keypoint looks through a
 learned window along the columns (``window_tables``), the ``k`` windows tiling the field evenly
 at first, so that a window holds the ball alone while the ball crosses its stretch. ``vbn``:
 the head's inputs are centred and scaled by their mean and spread over a fixed reference batch
 of observations (``normalize``), the paper's virtual batch normalization; without it the
-members of a generation scored alike in the course's runs. ``mix`` (attempt 17): a learned
+members of a generation scored alike in the course's runs. ``mix``: a learned
 linear map mixes the ``5 K`` features into a few numbers, and the head reads those and their
 products, so that the head has a few hundred weights, not thousands.
 """
@@ -402,18 +402,18 @@ class PongKeypointsPolicy(Policy):
 
     def __init__(self, keypoints: int = 2, hidden=(16,), motion: bool = False, pull_scale: float = 1.0,
                  conv: str = "blas", pull: str = "linear", vbn: bool = False, mix: int = 0):
-        """``pull_scale`` multiplies the pull parameters: at 1 (attempt 9) Adam's steps, about
-        ``lr`` per parameter whatever the gradient, random-walked the pulls until they outweighed
-        what the filters saw, and a keypoint settled on the score;
-        new runs use ``PULL_SCALE`` (0.25). ``conv``: how the filters' responses are summed:
-        ``"blas"`` (``sparse_keypoints``, attempts 9-11) or ``"taps"`` (``frame_keypoints``, new
-        runs: the same softmax, rounded per frame, so frames seen at the previous step are reused:
-        ``KeypointMemo``). ``pull``: ``"linear"`` (a learned pull along the columns and the rows)
+        """``pull_scale`` multiplies the pull parameters: at 1, Adam's steps (about ``lr`` per
+        parameter whatever the gradient) random-walk the pulls until they outweigh what the
+        filters see, and a keypoint settles on the score; the course's runs use ``PULL_SCALE``
+        (0.25). ``conv``: how the filters' responses are summed: ``"blas"`` (``sparse_keypoints``,
+        the default, as some committed runs trained) or ``"taps"`` (``frame_keypoints``, the
+        course's choice: the same softmax, rounded per frame, so frames seen at the previous step
+        are reused: ``KeypointMemo``). ``pull``: ``"linear"`` (a learned pull along the columns and the rows)
         or ``"windows"`` (each keypoint a learned window along the columns, the ``k``
         windows tiling the field evenly at first, and a linear pull along the rows:
         ``window_tables``; ``conv="taps"`` only). ``vbn``: virtual batch normalization of the
         head's inputs, as the paper's Atari networks (``normalize``; ``conv="taps"`` only).
-        ``mix``: 0 (attempts 9-16), the head reads the keypoints' ``5 k`` features and all their
+        ``mix``: 0 (the default), the head reads the keypoints' ``5 k`` features and all their
         pairwise products; ``m`` in [1, ``MAX_MIX``], a learned linear map first mixes the
         features (after vbn, with ``vbn``) into ``m`` numbers, and the head reads those and their
         pairwise products: with six keypoints and ``m = 6``, 27 inputs instead of 495."""

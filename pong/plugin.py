@@ -66,7 +66,7 @@ def make_problem(config, one_thread: bool):
             "keypoints": {"type": "pong_keypoints", "keypoints": config.extra.get("keypoints", 2),
                           "hidden": list(config.hidden), "pull_scale": PULL_SCALE,
                           **({"motion": True} if config.extra.get("inputs") == "frames+motion" else {}),
-                          # runs started before "taps" (attempts 9-11) lack the key: their BLAS sums
+                          # without the key, the BLAS sums: three committed keypoints runs trained so
                           **({"conv": "taps"} if config.extra.get("keypoint_conv") == "taps" else {}),
                           **({"pull": "windows"} if config.extra.get("pull") == "windows" else {}),
                           **({"vbn": True} if config.extra.get("head_inputs") == "vbn" else {}),

@@ -50,8 +50,8 @@ class PongProblem(Problem):
 
     @classmethod
     def from_spec(cls, spec: dict, head=None) -> "PongProblem":
-        # "threads" in specs written before pong.games (one ALE thread per worker) is ignored:
-        # games are stepped in one thread per process now.
+        # A spec's "threads" is accepted and ignored: every process steps its games on one thread
+        # (pong.games).
         return cls(spec.get("policy"), spec.get("max_steps", 1000), spec.get("num_envs", 32), head=head,
                    tie_break=spec.get("tie_break"))
 

@@ -32,6 +32,7 @@ import numpy as np
 from es import seeding
 from es.checkpoint import load_checkpoint
 from es.errors import ESError
+from es.optimizers import adam_step
 from es.shaping import centered_ranks
 
 from .env import downsample_batch, stack_batch
@@ -62,15 +63,10 @@ def reference_policy(w, b, features):
 
 def reference_es_step(center, noise, fitness, state, sigma, lr, weight_decay):
     """The course's update: centered ranks, the ES gradient with weight decay, one Adam ascent
-    step (betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64."""
-    state = state or {"m": np.zeros(center.size), "v": np.zeros(center.size), "t": 0}
-    w = centered_ranks(fitness).astype(np.float64)
+    step (``es.optimizers.adam_step``: betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64."""
+    w = centered_ranks(fitness).astype(np.float64)      # float32 ranks: recorded answers hold these bits
     grad = noise.T.astype(np.float64) @ w / (len(fitness) * sigma) - weight_decay * center.astype(np.float64)
-    t = state["t"] + 1
-    m = 0.9 * state["m"] + 0.1 * grad
-    v = 0.999 * state["v"] + 0.001 * grad * grad
-    step = lr * math.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
-    return center + step, {"m": m, "v": v, "t": t}
+    return adam_step(center, grad, state, lr)
 
 
 REFERENCE = StudentCode(downsample_batch, stack_batch, reference_policy, reference_es_step)

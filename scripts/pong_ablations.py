@@ -1,4 +1,4 @@
-"""Issue 41's ablations, read off the runs' own metrics: for each run in ``docs/runs`` that
+"""The Pong policies' ablations, read off the runs' own metrics: for each run in ``docs/runs`` that
 trained a Pong policy from scratch with attempt 8's settings (population 64, sigma 0.1, Adam
 0.03, 4000-step cap, equal scores ranked by length), the population's mean score and the
 center's score over blocks of 30 generations ("population / center"), and the env steps and

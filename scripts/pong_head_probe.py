@@ -7,8 +7,8 @@ saturated the hidden units are on the reference batch (the share of pre-activati
 
     python scripts/pong_head_probe.py CHECKPOINT [CHECKPOINT ...]
 
-The question behind attempt 17 (pong/README.md): attempts 14-16's heads read 495 inputs
-through 3,968 weights; did those weights follow the score, or drift?
+The question behind ``--mix`` (pong/README.md): a head of six windows' keypoints without it reads
+495 inputs through 3,968 weights; do those weights follow the score, or drift?
 """
 import json
 import os

@@ -7,7 +7,7 @@ policy's fixed code, as in ``scripts/pong_keypoints_figure.py``.
 
     python scripts/pong_keypoints_init_probe.py [--seeds 6] [--game 5] [--steps 800] > init.jsonl
 
-A keypoint that follows the ball's column is what attempt 10 never found (pong/README.md); the
+A keypoint that follows the ball's column is what docs/runs/pong-keypoints-s0 never found; the
 ES gradient can only sharpen what the population's perturbations already see.
 """
 import argparse

@@ -6,7 +6,7 @@ front end, how far its newest keypoints move (median, pixels). One JSON line per
 
     python scripts/pong_perturbation_probe.py CHECKPOINT [CHECKPOINT ...]
 
-A question about attempts 10-12 (pong/README.md): is sigma 0.1, tuned for the objects policy's
+A question about the keypoints runs (pong/README.md): is sigma 0.1, tuned for the objects policy's
 head, too rough on a learned front end, so that the population mostly measures broken
 keypoints? Where the front end's perturbations change as many actions as the head's, no.
 """

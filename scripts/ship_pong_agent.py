@@ -29,7 +29,7 @@ PONG = Path(__file__).resolve().parents[1] / "pong"
 README = PONG.parent / "docs" / "pong.md"
 
 
-BAR = 0.0     # the shipped agent's own bar (issue 27): a mean of at least 0 over 20 held-out games
+BAR = 0.0     # the shipped agent's own bar: a mean of at least 0 over 20 held-out games
 
 
 def readme_row(info: dict) -> str:

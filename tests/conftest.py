@@ -19,6 +19,37 @@ def pytest_configure(config):
         os.environ.setdefault("ES_COURSE_ALLOW_UNSANDBOXED", "1")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one worker per core, at most 4. Many tests start
+    processes of their own (Redis workers, kernels, Dask), so more workers than cores only
+    queue; one core runs in this process (``-n 0``)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(cores, 4) if cores > 1 else 0
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``--dist loadgroup``), the tests that share a costly fixture run on
+    one worker, so that it is built once per run: a module-scoped fixture groups its file's
+    tests, a session-scoped one from a folder's conftest (the built site) groups its users."""
+    root_conftest = Path(__file__).resolve()
+    for item in items:
+        defs = getattr(item, "_fixtureinfo", None)
+        defs = defs.name2fixturedefs if defs else {}
+        group = None
+        for name in sorted(defs):
+            fixture = defs[name][-1]
+            code = getattr(fixture.func, "__code__", None)
+            where = Path(code.co_filename) if code else None
+            if fixture.scope == "session" and where and where.name == "conftest.py" and where != root_conftest \
+                    and ROOT in where.parents:
+                group = f"session:{name}"
+                break
+            if fixture.scope in ("module", "class") and where and ROOT in where.parents:
+                group = f"module:{item.nodeid.split('::')[0]}"
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def child_env():
     return subprocess_env()

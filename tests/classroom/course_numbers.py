@@ -1,7 +1,7 @@
 """Every number a student reads, and where it comes from.
 
-The pages: the markdown of each notebook source (``source/NN_*.py``), docs/students.md, docs/paper.md
-and the release's README (``classroom.release.README``). Each number in them is one of:
+The pages: the markdown of each notebook source (``source/NN_*.py``), docs/students.md, docs/paper.md,
+the repository's README.md and the release's README (``classroom.release.README``). Each number in them is one of:
 
 * **math or structure**: inside ``$...$`` / ``$$...$$`` (a formula), or a pointer (notebook 04,
   section 3, step 5, Hint 2, a numbered heading or list item);
@@ -91,6 +91,8 @@ def _printed(cell) -> str:
 def page(name: str) -> Page:
     if name in ("students", "paper"):
         return Page(name, [(ROOT / "docs" / f"{name}.md").read_text()])
+    if name == "readme":
+        return Page(name, [(ROOT / "README.md").read_text()])
     if name == "release-readme":
         from classroom.release import README
         return Page(name, [README])
@@ -108,7 +110,8 @@ def page(name: str) -> Page:
             around.append(before + "\n" + after)
         else:
             code.append(c.source)
-    checks = (ROOT / "classroom" / "check.py").read_text()
+    checks = "\n".join(p.read_text() for p in [ROOT / "classroom" / "check.py",
+                                                 *sorted((ROOT / "classroom" / "checks").glob("*.py"))])
     return Page(name, cells, "\n".join(code) + "\n" + checks, list(enumerate(around)))
 
 
@@ -191,7 +194,7 @@ def stale_claims(name: str) -> list[str]:
     return [c.snippet for c in claims_of(name) if not any(c.snippet in f for f in flats)]
 
 
-PAGES = notebook_names() + ["students", "paper", "release-readme"]
+PAGES = notebook_names() + ["students", "paper", "readme", "release-readme"]
 
 
 if __name__ == "__main__":       # python tests/classroom/course_numbers.py [PAGE ...]: what lacks a source

@@ -588,6 +588,7 @@ def test_a_hanging_check_costs_only_its_points(tmp_path):
     assert rows["es_gradient"]["points"] == rows["es_gradient"]["max"]
 
 
+@pytest.mark.slow
 def test_broken_submissions_never_crash_the_grader(tmp_path):
     bad = tmp_path / "01_cartpole.ipynb"
     bad.write_text("{ this is not json")

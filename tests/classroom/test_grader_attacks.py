@@ -30,12 +30,15 @@ def rows(res):
     return {r["name"]: r for r in res["checks"]}
 
 
-def left_running() -> list[int]:
+def left_running(tmp_path: Path) -> list[int]:
+    """The live processes an attack made under ``tmp_path`` left running (its path is in their
+    command line, so a test running beside this one under xdist is not counted)."""
     out = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if A.MARKER.encode() in (d / "cmdline").read_bytes():
+                cmdline = (d / "cmdline").read_bytes()
+                if A.MARKER.encode() in cmdline and str(tmp_path).encode() in cmdline:
                     state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
                     if state not in ("Z", "X"):
                         out.append(int(d.name))
@@ -73,7 +76,7 @@ def test_a_setsid_daemon_cannot_rewrite_the_verdict_and_is_gone_when_it_is_read(
     attack = A.setsid_rewrites_the_verdict(tmp_path)
     res = grade(attack.target, cell_timeout=60, check_timeout=30)
     assert res["total"] == 0 and res["isolation"] in ("namespaces", "bubblewrap"), res
-    assert not left_running()
+    assert not left_running(tmp_path)
 
 
 @needs_sandbox
@@ -82,7 +85,7 @@ def test_a_double_forked_daemon_writing_into_every_pipe_earns_nothing_and_is_gon
     attack = A.double_fork_pipe_writer(tmp_path)
     res = grade(attack.target, cell_timeout=60, check_timeout=30)
     assert res["total"] == 0, res
-    assert not left_running()
+    assert not left_running(tmp_path)
 
 
 @pytest.mark.slow
@@ -156,18 +159,18 @@ def test_run_files_that_lead_out_of_the_students_folder_are_refused(tmp_path, re
 
 def test_a_fifo_or_a_device_in_a_run_is_refused_without_waiting(tmp_path):
     from classroom.check import CheckFailed
-    from classroom.grade import _copy_run
+    from classroom.check_runner import copy_run
     run = tmp_path / "me" / "pong-run"
     run.mkdir(parents=True)
     os.mkfifo(run / "metrics.jsonl")
     given = {"folder": tmp_path / "me", "root": tmp_path / "me", "private": tmp_path / "private"}
     t0 = time.monotonic()
     with pytest.raises(CheckFailed, match="not a regular file"):
-        _copy_run("pong-run", given)
+        copy_run("pong-run", given)
     (run / "metrics.jsonl").unlink()
     os.symlink("/dev/zero", run / "metrics.jsonl")
     with pytest.raises(CheckFailed, match="outside your submission folder"):
-        _copy_run("pong-run", given)
+        copy_run("pong-run", given)
     assert time.monotonic() - t0 < 5
 
 
@@ -274,7 +277,7 @@ def test_the_kernel_runs_as_its_own_user_in_its_own_namespaces(tmp_path):
     without solutions/, and none of the grader's files."""
     import nbformat as nbf
     from classroom import sandbox
-    from classroom.grade import _KernelFactory, _client
+    from classroom.kernels import KernelFactory, notebook_client
     sub = tmp_path / "class" / "alice"
     sub.mkdir(parents=True)
     (sub / "notes.txt").write_text("mine")
@@ -291,8 +294,8 @@ def test_the_kernel_runs_as_its_own_user_in_its_own_namespaces(tmp_path):
              "'solutions')), 'write_root': can_write(os.path.join(root, 'x')), 'write_here': can_write('x'),"
              f" 'private': os.path.exists({str(private)!r}), 'class': os.path.exists({str(tmp_path / 'class')!r})}}))")
     run = nbf.v4.new_notebook(cells=[nbf.v4.new_code_cell(probe)])
-    client = _client(run, 0, 60, private)
-    kernels = _KernelFactory(private, uid, ROOT, sub, "/submission/alice", isolation, [],
+    client = notebook_client(run, 0, 60, private)
+    kernels = KernelFactory(private, uid, ROOT, sub, "/submission/alice", isolation, [],
                              secret=[str(tmp_path / "class"), str(private)])
     try:
         kernels.start(client)

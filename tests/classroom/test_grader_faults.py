@@ -202,7 +202,7 @@ def _canned(path, student=None) -> dict:
 
 
 def test_an_exception_in_the_grader_leaves_that_submission_ungraded_never_zero_and_exits_4(tmp_path, monkeypatch):
-    import classroom.gradebook as gb
+    import classroom.class_grading as class_grading
     for who in ("alice", "bob"):
         A.notebook(A.solution("00_es_from_scratch"), tmp_path / "class" / who / "00_es_from_scratch.ipynb")
 
@@ -210,7 +210,7 @@ def test_an_exception_in_the_grader_leaves_that_submission_ungraded_never_zero_a
         if Path(path).parent.name == "bob":
             raise OSError(28, "No space left on device")
         return _canned(path, student=Path(path).parent.name)
-    monkeypatch.setattr(gb, "grade", flaky)
+    monkeypatch.setattr(class_grading, "grade", flaky)     # what grades each notebook of a class
     logged = []
     status = grade_class([tmp_path / "class"], csv_path=tmp_path / "gb.csv", feedback=tmp_path / "fb",
                          log=logged.append, preflight=False)

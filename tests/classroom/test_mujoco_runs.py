@@ -45,15 +45,36 @@ def test_a_run_is_the_same_for_one_and_two_workers_and_resumes_where_it_stopped(
 
 def test_the_loops_ranks_are_es_shapings_centered_ranks():
     """One truth for ranks: the loop's own (the release does not ship es.shaping, which holds
-    notebook 00's answer) are es.shaping's, ties sharing their mean rank, in float64."""
-    from es.shaping import centered_ranks, ranks
+    notebook 00's answer) are es.shaping's centered ranks in float64, bit for bit, tied returns
+    sharing their mean rank; rounded, es's float32 weights."""
+    from es.shaping import centered_ranks
     from classroom.mujoco_runs import _ranked
     rng = np.random.default_rng(5)
     assert _ranked(np.array([1.0, 1.0, 2.0, 0.0])).tolist() == [0.0, 0.0, 0.5, -0.5]
     for x in (rng.normal(size=64), rng.integers(0, 6, 64).astype(np.float64), np.full(8, 3.0)):
         got = _ranked(x)
-        assert got.dtype == np.float64 and np.array_equal(got, ranks(x) / (len(x) - 1) - 0.5)
-        assert np.allclose(got, centered_ranks(x), rtol=0, atol=1e-7)
+        assert got.dtype == np.float64 and np.array_equal(got, centered_ranks(x, dtype=np.float64))
+        assert np.array_equal(got.astype(np.float32), centered_ranks(x))
+
+
+def test_the_loops_update_is_es_math_bit_for_bit():
+    """The loop's own Adam and ranks (written out: the release ships neither es.optimizers nor
+    es.shaping) are es's, bit for bit: a few updates in a row with tied returns, against
+    es.shaping.centered_ranks in float64 and es.optimizers.adam_step."""
+    from es.optimizers import adam_step
+    from es.shaping import centered_ranks
+    from classroom.mujoco_runs import _update, mirrored_noise
+    rng = np.random.default_rng(6)
+    center, (m, v, t), state = np.zeros(9, np.float32), (np.zeros(9), np.zeros(9), 0), None
+    for generation in range(6):
+        noise = mirrored_noise(1, generation, 16, 9)
+        fitness = rng.integers(0, 4, 16).astype(np.float64)           # 4 values for 16 members: ties
+        new, m, v, t = _update(center, noise, fitness, m, v, t, 0.03, 0.01)
+        grad = noise.T.astype(np.float64) @ centered_ranks(fitness, dtype=np.float64) / (16 * 0.03)
+        want, state = adam_step(center, grad, state, 0.01)
+        assert np.array_equal(new, want.astype(np.float32)), generation
+        assert np.array_equal(m, state["m"]) and np.array_equal(v, state["v"]) and t == state["t"]
+        center = new
 
 
 def test_the_update_is_notebook_04s_es_step_without_weight_decay():

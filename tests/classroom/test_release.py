@@ -129,6 +129,7 @@ def parses(line: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_an_edited_notebook_is_kept_unless_forced(released, tmp_path):
     rel = copy_of(released, tmp_path)
     path = rel / "00_es_from_scratch.ipynb"

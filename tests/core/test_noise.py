@@ -61,3 +61,19 @@ def test_member_params_are_center_plus_sigma_noise():
     p = task.member_params(np.arange(10))
     assert np.allclose(p, center + 0.5 * noise.antithetic_noise(3, 2, np.arange(10), 6))
     assert np.allclose(p[0] + p[1], 2 * center, atol=1e-6)
+
+
+def test_mirrored_interleaves_pairs_and_every_course_loop_mirrors_that_way():
+    """``mirrored``: row 2k is +half[k], row 2k+1 is -half[k]. es's own antithetic noise is that,
+    bit for bit, and so is each loop that draws its halves from the stream its notebook names
+    (those loops ship to students, this module does not, so each writes the mirroring out)."""
+    from classroom.cartpole_workers import pair_noise as workers_noise
+    from classroom.mujoco_runs import mirrored_noise
+    from pong.student import perturbations
+    half = np.arange(6.0).reshape(3, 2)
+    assert noise.mirrored(half).tolist() == [[0, 1], [0, -1], [2, 3], [-2, -3], [4, 5], [-4, -5]]
+    assert np.array_equal(noise.antithetic_noise(3, 4, np.arange(40), 7),
+                          noise.mirrored(noise.pair_noise(3, 4, np.arange(20), 7)))
+    for draw in (workers_noise, mirrored_noise, perturbations):
+        full = draw(3, 4, 12, 5)
+        assert full.shape == (12, 5) and np.array_equal(full, noise.mirrored(full[0::2])), draw.__name__

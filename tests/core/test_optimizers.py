@@ -43,3 +43,30 @@ def test_update_ratio_and_state_round_trip():
     clone.load_state_dict(opt.state_dict())
     g = np.array([0.3, -1.0, 2.0], dtype=np.float32)
     assert np.array_equal(opt.update(theta, g)[0], clone.update(theta, g)[0])
+
+
+def test_adam_step_is_pure_and_steps_up_by_lr_first():
+    """The course's float64 Adam as a pure function: the state passed in is never changed, the
+    first step is ``lr * sign(g)`` (bias correction), and a zero gradient gives a zero step."""
+    from es.optimizers import adam_step
+    theta, grad = np.zeros(3), np.array([2.0, -0.5, 0.0])
+    new, state = adam_step(theta, grad, None, 0.1)
+    assert np.allclose(new, [0.1, -0.1, 0.0], atol=1e-6) and new[2] == 0.0 and state["t"] == 1
+    kept = {k: np.copy(v) for k, v in state.items()}
+    adam_step(new, grad, state, 0.1)
+    assert all(np.array_equal(state[k], kept[k]) for k in state) and np.array_equal(theta, np.zeros(3))
+
+
+def test_adam_step_and_the_float32_adam_are_one_update():
+    """es's two Adams (the strategy's float32 class, the course's float64 function) take the same
+    steps over several gradients, to float32's precision: the class weighs ``v`` by ``1 - beta2``
+    computed in float32 (1.0000467e-3), so ``v`` differs by 5e-5 relatively and a step by 2e-5 lr."""
+    from es.optimizers import adam_step
+    rng = np.random.default_rng(0)
+    opt, theta32, theta64, state = Adam(5, learning_rate=0.05), np.zeros(5, np.float32), np.zeros(5), None
+    for _ in range(6):
+        g = rng.standard_normal(5).astype(np.float32)
+        theta32, _ = opt.update(theta32, g)
+        theta64, state = adam_step(theta64, g, state, 0.05)
+    assert np.allclose(theta32, theta64, rtol=0, atol=0.05 * 1e-4)
+    assert np.allclose(opt.m, state["m"], rtol=0, atol=1e-6) and np.allclose(opt.v, state["v"], rtol=1e-4, atol=0)

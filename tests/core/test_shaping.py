@@ -51,3 +51,14 @@ def test_z_score_of_huge_returns_is_finite_and_scale_free():
 def test_non_finite_returns_are_refused(fn):
     with pytest.raises(ValueError, match="NaN"):
         fn([1.0, float("nan")])
+
+
+def test_float64_centered_ranks_are_the_float32_ones_before_rounding():
+    """One computation, two precisions: the float64 weights (the course's references) round to
+    the float32 ones (es's update); ties share their mean rank in both."""
+    rng = np.random.default_rng(1)
+    for x in (rng.normal(size=33), rng.integers(0, 4, 20).astype(float), np.array([1.0, 1.0, 2.0, 0.0])):
+        wide = centered_ranks(x, dtype=np.float64)
+        assert wide.dtype == np.float64 and np.array_equal(wide, ranks(x) / (len(x) - 1) - 0.5)
+        assert np.array_equal(wide.astype(np.float32), centered_ranks(x))
+    assert centered_ranks(np.array([1.0, 1.0, 2.0, 0.0]), dtype=np.float64).tolist() == [0.0, 0.0, 0.5, -0.5]

@@ -327,6 +327,7 @@ def _es(*argv, env=None):
                           text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_redis_setup_mistakes_are_one_clear_line_and_never_show_the_password(server, tmp_path):
     secret = "s3cret-Pa55word"
     no_pw = {"ES_REDIS_PASSWORD": ""}

@@ -197,7 +197,8 @@ def test_a_fresh_id_per_result(server):
 
 
 # SNES: its sigma goes back with the center
-@pytest.mark.parametrize("strategy", ["openes", pytest.param("snes", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["openes", "snes"])
 def test_a_lie_that_dodged_the_checks_is_rolled_back_when_the_liar_is_caught(server, strategy):
     """The master's bad luck, made certain: the checks miss every member of an id trusted since
     probation until generation 3; its lies (one member per chunk) enter generations 0..2; in
@@ -219,6 +220,7 @@ def test_a_lie_that_dodged_the_checks_is_rolled_back_when_the_liar_is_caught(ser
     assert result.metrics[first]["rollback"]["found_in_generation"] == 3
 
 
+@pytest.mark.slow
 def test_a_trusted_liar_cannot_ban_an_honest_newcomer(server):
     """Why honest-first liars changed the run though an id was banned at generation 0: the id
     banned was the honest one. A liar trusted since its first (honest) result evaluated a chunk
@@ -276,7 +278,8 @@ def test_an_id_banned_while_its_held_results_are_released_has_none_used(server):
     assert not [e for e in run.ev.accepted if e[2] == wid(10).hex()]
 
 
-@pytest.mark.parametrize("strategy", ["openes", pytest.param("snes", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["openes", "snes"])
 def test_the_checkpoint_keeps_what_a_rollback_needs_across_a_resume(server, tmp_path, strategy):
     """A liar's lies dodge the checks for the whole first run (3 generations, made certain as
     above); the master stops, its checkpoint holds the states since the liar's first used

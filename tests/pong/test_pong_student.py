@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from classroom.check import CheckFailed
-from classroom.grade import _grader_side, grade, student_of
+from classroom.check_runner import grader_side
+from classroom.grade import grade, student_of
 
 from es.checkpoint import load_checkpoint, save_checkpoint
 from es.play import mean_ci95
@@ -211,13 +212,13 @@ def test_the_grader_decides_identity_and_reads_its_own_copy_of_a_run_inside_the_
     assert student_of(tmp_path / "dave" / "04_pong.ipynb") == "dave"
     copy_run(alice_run, tmp_path / "dave" / "pong-run")
     given = {"STUDENT_ID": "dave", "folder": tmp_path / "dave", "root": tmp_path / "dave", "private": tmp_path / "p"}
-    assert _grader_side("STUDENT_ID", "alice", given) == "dave"     # the notebook cannot claim to be alice
-    copied = Path(_grader_side("RUN_DIR", "pong-run", given))       # the grader reads its own copy of the run
+    assert grader_side("STUDENT_ID", "alice", given) == "dave"     # the notebook cannot claim to be alice
+    copied = Path(grader_side("RUN_DIR", "pong-run", given))       # the grader reads its own copy of the run
     assert copied.parent == tmp_path / "p" and sorted(p.name for p in copied.iterdir()) == [
         "centers.npy", "checkpoint.npz", "config.json", "metrics.jsonl"]
     assert (copied / "centers.npy").read_bytes() == (alice_run / "centers.npy").read_bytes()
     with pytest.raises(CheckFailed, match="outside your submission folder"):
-        _grader_side("RUN_DIR", "../alice/pong-run", given)
+        grader_side("RUN_DIR", "../alice/pong-run", given)
 
 
 @pytest.mark.slow
