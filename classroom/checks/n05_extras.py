@@ -7,7 +7,7 @@ from .base import (_array, _call_leaving, _close, _dtype, _fail, _register, answ
 
 
 @_register("snes_step", "extras", 3, "05_extras",
-           forbidden=())
+           forbidden=("es.strategy", "es.SNES"))
 def snes_step(fn, rng):
     """Separable NES: the mean moves along sigma * sum_i w_i s_i, sigma is scaled by
     exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1)); both float64, new arrays (the arguments left as
