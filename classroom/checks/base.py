@@ -20,6 +20,10 @@ CHECKS: dict[str, tuple[str, int, str, tuple[str, ...]]] = {}
 # name -> the modules (and names of ``es``) its answer must not use: the reference it asks the
 # student to write (the grader scans the student's function for them)
 FORBIDDEN: dict[str, tuple[str, ...]] = {}
+# name -> the answer key's questions it asks (course repository: classroom.references), () where
+# its right answers follow from its inputs alone; a release records their answers
+REFERENCE: dict[str, tuple[str, ...]] = {}
+SLOW: set[str] = set()          # checks that take minutes (they train or replay a run)
 STUDENT_FACING: dict = {}       # name -> the function a notebook calls
 EXPECTED = Path(__file__).parents[1] / "expected.json"
 # The checks' own files (one module per notebook), which a release and the grader's kernels ship with this one.
@@ -28,6 +32,12 @@ CHECK_FILES = tuple(f"classroom/checks/{p.name}" for p in sorted(Path(__file__).
 
 class CheckFailed(AssertionError):
     pass
+
+
+def grades_a_run(name: str) -> bool:
+    """Whether check ``name`` grades a training run (it takes the run's folder, or minutes)
+    rather than a function of the notebook's."""
+    return name in SLOW or "RUN_DIR" in CHECKS[name][3]
 
 
 def checks_for(notebook: str) -> list[str]:
@@ -151,7 +161,6 @@ def verdict(name: str, objs, seed: int, repeatable: bool | None = None) -> None:
 
 
 _RAW = {}
-_SLOW: set[str] = set()       # checks that take minutes (they train or replay a run)
 
 
 def _student_error(exc: BaseException) -> BaseException:
@@ -163,20 +172,23 @@ def _student_error(exc: BaseException) -> BaseException:
     return exc.with_traceback(tb)
 
 
-def _register(name, milestone, points, notebook, *needs, forbidden: tuple[str, ...], slow=False):
+def _register(name, milestone, points, notebook, *needs, forbidden: tuple[str, ...], reference: tuple[str, ...],
+              slow=False):
     """Declare check ``name``: its milestone, points and notebook, the names it takes from the
     notebook (default: its own name), the modules its answer must not use (``forbidden``, () where
-    it calls no function of the student's or no module holds its answer) and whether it takes
-    minutes (``slow``: the grader runs it once, fast mode skips it)."""
-    if not isinstance(forbidden, tuple) or not all(isinstance(m, str) and m for m in forbidden):
-        raise TypeError(f"check {name}: forbidden must be a tuple of module names, got {forbidden!r}")
+    it calls no function of the student's or no module holds its answer), the answer key's
+    questions it asks (``reference``) and whether it takes minutes (``slow``: the grader runs it
+    once, fast mode skips it)."""
+    for part, value in (("forbidden", forbidden), ("reference", reference)):
+        if not isinstance(value, tuple) or not all(isinstance(m, str) and m for m in value):
+            raise TypeError(f"check {name}: {part} must be a tuple of names, got {value!r}")
 
     def wrap(fn):
         CHECKS[name] = (milestone, points, notebook, needs or (name,))
-        FORBIDDEN[name] = forbidden
+        FORBIDDEN[name], REFERENCE[name] = forbidden, reference
         _RAW[name] = fn
         if slow:
-            _SLOW.add(name)
+            SLOW.add(name)
 
         def student_facing(*args, seed=None):
             if slow and os.environ.get("ES_COURSE_FAST") == "1":     # the grader runs its own, once
@@ -215,7 +227,7 @@ def ready(notebook: str, namespace: dict, seeds: int = 3) -> None:
     cell refuses to start rather than let a student find out at the end. Running the checks
     again, rather than remembering that their cells once printed OK, also catches a function
     redefined since."""
-    names = [n for n in checks_for(notebook) if n not in _SLOW and "RUN_DIR" not in CHECKS[n][3]]   # not the run's
+    names = [n for n in checks_for(notebook) if not grades_a_run(n)]
     failed = []
     for name in names:
         missing = [n for n in CHECKS[name][3] if n not in namespace]

@@ -7,7 +7,7 @@ from .base import (_array, _call_leaving, _close, _dtype, _fail, _register, answ
 
 
 @_register("centered_ranks", "M1", 2, "00_es_from_scratch",
-           forbidden=("es.shaping", "es.centered_ranks", "es.z_score"))
+           forbidden=("es.shaping", "es.centered_ranks", "es.z_score"), reference=("centered_ranks",))
 def centered_ranks(fn, rng):
     """Tolerance 1e-6 against the course's centered ranks, on distinct returns with an outlier
     and a few closer than 1e-3 (one pair 1e-9 apart, four returns 1e-4 apart: rounding the returns
@@ -84,7 +84,7 @@ def _blame_ranks(got, x, want):
 
 
 @_register("es_gradient", "M1", 2, "00_es_from_scratch",
-           forbidden=("es.strategy", "es.noise", "es.OpenES"))
+           forbidden=("es.strategy", "es.noise", "es.OpenES"), reference=("es_gradient",))
 def es_gradient(fn, rng):
     """The ES gradient estimate from noise, weights and sigma, tolerance 1e-5, a float64 array;
     noise and weights left as they were."""

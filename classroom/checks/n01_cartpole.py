@@ -8,7 +8,7 @@ from .base import (_array, _call, _dtype, _fail, _observe, _register, answers)
 
 
 @_register("antithetic_noise", "M1", 1, "01_cartpole",
-           forbidden=("es.noise",))
+           forbidden=("es.noise",), reference=())
 def antithetic_noise(fn, rng):
     """A float64 array (population, dim); rows 2k and 2k+1 are +eps_k and -eps_k; drawn from the
     generator passed in, in the one call the contract gives (rng.standard_normal((population // 2,
@@ -38,7 +38,7 @@ def antithetic_noise(fn, rng):
 
 
 @_register("adam_update", "M1", 2, "01_cartpole",
-           forbidden=("es.optimizers", "es.Adam", "es.SGD"))
+           forbidden=("es.optimizers", "es.Adam", "es.SGD"), reference=("adam_update",))
 def adam_update(fn, rng):
     """Three Adam ascent steps (betas 0.9, 0.999, epsilon 1e-8, bias correction), in float64;
     each parameter within lr / 1000 of them. One parameter's three gradients are exactly 0: there
@@ -76,7 +76,7 @@ def adam_update(fn, rng):
 @_register("train_cartpole", "M1", 3, "01_cartpole",
            forbidden=("es.train", "es.training", "es.api", "es.optimize", "es.OpenES", "es.strategy",
                       "es.optimizers", "es.Adam", "es.SGD", "es.config_for", "es.evaluators", "es.parallel",
-                      "es.noise", "es.shaping"))
+                      "es.noise", "es.shaping"), reference=("train_cartpole", "train_cartpole_steps"))
 def train_cartpole(fn, rng):
     """train_cartpole(seed) -> linear policy parameters (10 floats, es.policies.MLPPolicy(4, 2, ())
     layout), trained from two fresh seeds and one of them again: the same seed gives the same

@@ -12,7 +12,7 @@ PRIME_WEIGHTS = (31, 101, 1009, 7919, 10007, 65537, 100003, 999983, 1000003, 167
 
 
 @_register("member_noise", "M2", 2, "02_parallel",
-           forbidden=("es.noise",))
+           forbidden=("es.noise",), reference=())
 def member_noise(fn, rng):
     """Noise of one member, float64 (dim,), from (seed, generation, member) alone, never the
     global state; standard normal (a long draw's mean, standard deviation, and shares within 0.5
@@ -113,7 +113,7 @@ def member_noise(fn, rng):
 
 @_register("parallel_returns", "M2", 3, "02_parallel", "parallel_returns", "evaluate_members",
            forbidden=("es.parallel", "es.evaluators", "es.noise", "es.strategy", "es.train", "es.training",
-                      "es.api"))
+                      "es.api"), reference=())
 def parallel_returns(fn, evaluate_members, rng):
     """parallel_returns(center, sigma, seed, generation, population, n_jobs) equals
     evaluate_members(center, sigma, seed, generation, 0, population), float64, for populations that

@@ -10,7 +10,7 @@ from .base import (ANSWERS, Answers, CheckFailed, _array, _call, _call_leaving, 
 
 
 @_register("result_codec", "M3", 1, "03_redis", "encode_result", "decode_result",
-           forbidden=("es.distributed",))
+           forbidden=("es.distributed",), reference=("result_codec",))
 def result_codec(encode_result, decode_result, rng):
     """Round trip of (generation, first, returns, lengths) through bytes, exact, no pickle, with
     integers up to 2**32 - 1; decode_result returns a dict with keys generation, first, returns,
@@ -59,7 +59,7 @@ def result_codec(encode_result, decode_result, rng):
 
 
 @_register("chunks_to_requeue", "M3", 2, "03_redis",
-           forbidden=("es.distributed",))
+           forbidden=("es.distributed",), reference=("chunks_to_requeue",))
 def chunks_to_requeue(fn, rng):
     """chunks_to_requeue(queued_at, in_queue, leases, now, lease_seconds) -> set of chunks, a
     subset of queued_at's keys, as the course's Redis master decides (es.distributed): among them
@@ -112,7 +112,7 @@ def chunks_to_requeue(fn, rng):
 
 
 @_register("gather", "M3", 2, "03_redis",
-           forbidden=("es.distributed",))
+           forbidden=("es.distributed",), reference=())
 def gather(fn, rng):
     """gather(url, generation, bounds, lease_seconds, timeout) -> (returns, lengths), run with the
     course's decode_result and chunks_to_requeue, against
@@ -134,7 +134,8 @@ def gather(fn, rng):
             # With the course's decode_result and chunks_to_requeue in place of the notebook's, which
             # have checks of their own: a mistake there costs those points, not these too.
             out, raised = _observe(fn, server.master_url, workers.generation, [list(b) for b in workers.bounds],
-                                   lease, 15.0, reference=["decode_result", "chunks_to_requeue"] if key else [])["value"], None
+                                   lease, 15.0,
+           reference=["decode_result", "chunks_to_requeue"] if key else [])["value"], None
         except (CheckFailed, NotImplementedError):
             raise
         except Exception as exc:     # diagnosed below, from what the workers saw
@@ -264,7 +265,8 @@ def _payload_encoder(gather_fn):
 
 # ---------------------------------------------------------------- extras in 03: the paper's Algorithm 2
 @_register("seeds_only_update", "extras", 3, "03_redis", "update_from_returns",
-           forbidden=("es.noise", "es.noise_table", "es.strategy", "es.OpenES", "es.shaping", "es.optimizers"))
+           forbidden=("es.noise", "es.noise_table", "es.strategy", "es.OpenES", "es.shaping", "es.optimizers"),
+           reference=("seeds_only_update",))
 def seeds_only_update(fn, rng):
     """update_from_returns(center, seed, generation, chunk_returns, sigma, lr) -> the next center
     (float32): 12 generations of it in the notebook's process (the master) and in 3 worker
@@ -343,7 +345,7 @@ def seeds_only_update(fn, rng):
 
 
 @_register("noise_table", "extras", 2, "03_redis", "make_noise_table", "generation_offsets", "table_noise",
-           forbidden=("es.noise_table", "es.noise"))
+           forbidden=("es.noise_table", "es.noise"), reference=("noise_table", "table_offsets"))
 def noise_table(make_noise_table, generation_offsets, table_noise, rng):
     """make_noise_table(seed, size) -> float32 (size,), exactly default_rng(seed).standard_normal(
     size, dtype=np.float32); generation_offsets(seed, generation, pairs, size, dim) -> an integer

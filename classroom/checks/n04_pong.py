@@ -10,7 +10,7 @@ from .base import (_array, _call, _call_leaving, _dtype, _fail, _observe, _regis
 
 
 @_register("downsample", "M4", 2, "04_pong",
-           forbidden=("pong.env",))
+           forbidden=("pong.env",), reference=("downsample", "downsample_halves"))
 def downsample(fn, rng):
     """downsample(frames (k, 210, 160) uint8) -> (k, 42, 42) uint8: each output the exact mean of
     the 5 x 160/42 input cells it covers, rounded to the nearest integer, halves to even; exact
@@ -60,7 +60,7 @@ def downsample(fn, rng):
 
 
 @_register("stack_frames", "M4", 1, "04_pong",
-           forbidden=("pong.env",))
+           forbidden=("pong.env",), reference=("stack_frames",))
 def stack_frames(fn, rng):
     """stack_frames(stacks (k, 4, 42, 42), frames (k, 42, 42)) -> (k, 4, 42, 42) uint8, a new
     array (the inputs left as they are): each stack without its oldest frame, then the new one
@@ -87,7 +87,7 @@ FLOAT16 = ("batched_policy: its actions are those of logits computed in float16,
 
 
 @_register("batched_policy", "M4", 1, "04_pong",
-           forbidden=("pong.policy", "pong.problem", "es.policies"))
+           forbidden=("pong.policy", "pong.problem", "es.policies"), reference=("batched_policy",))
 def batched_policy(fn, rng):
     """batched_policy(W (P, F, 3), b (P, 3), features (P, F)) -> actions (P,), member p with
     W[p] and b[p], ties to the lowest index, with no Python loop over members: the lines of the
@@ -145,7 +145,8 @@ def batched_policy(fn, rng):
 
 
 @_register("es_step", "M4", 2, "04_pong",
-           forbidden=("es.optimizers", "es.Adam", "es.shaping", "es.centered_ranks", "es.strategy", "es.OpenES"))
+           forbidden=("es.optimizers", "es.Adam", "es.shaping", "es.centered_ranks", "es.strategy", "es.OpenES"),
+           reference=("es_step",))
 def es_step(fn, rng):
     """es_step(center, noise, fitness, state, sigma, lr, weight_decay) -> (center, state): six
     updates in a row (each its own noise and fitness, with ties; the noise not mirrored) with the
@@ -234,7 +235,7 @@ def _as_saved(state):
 
 
 @_register("pong_agent", "M4", 4, "04_pong", "RUN_DIR", "STUDENT_ID", slow=True,
-           forbidden=())
+           forbidden=(), reference=())
 def pong_agent(run_dir, student_id, rng):
     """The run in ``run_dir`` is ``student_id``'s own (the course repository's ``pong.replay.verify_run``: the course's
     settings with their seed; every center the course's update of the one before; sampled

@@ -7,7 +7,7 @@ from .base import (_array, _call_leaving, _close, _dtype, _fail, _register, answ
 
 
 @_register("snes_step", "extras", 3, "05_extras",
-           forbidden=("es.strategy", "es.SNES"))
+           forbidden=("es.strategy", "es.SNES"), reference=("snes_step",))
 def snes_step(fn, rng):
     """Separable NES: the mean moves along sigma * sum_i w_i s_i, sigma is scaled by
     exp(lr_sigma / 2 * sum_i w_i (s_i**2 - 1)); both float64, new arrays (the arguments left as
@@ -51,7 +51,7 @@ def snes_step(fn, rng):
 
 
 @_register("virtual_batch_norm", "extras", 2, "05_extras",
-           forbidden=("pong.keypoints", "pong.policy"))
+           forbidden=("pong.keypoints", "pong.policy"), reference=("virtual_batch_norm",))
 def virtual_batch_norm(fn, rng):
     """virtual_batch_norm(reference (R, F), inputs (k, F)) -> (k, F): clip((inputs - m) / max(s, 0.1), -5, 5),
     m and s the mean and population standard deviation of each feature over the reference batch; float64

@@ -22,7 +22,7 @@ def _stats_out(out, d, what):
 
 
 @_register("merge_stats", "extras", 2, "06_locomotion",
-           forbidden=("es.obs_norm", "es.training"))
+           forbidden=("es.obs_norm", "es.training"), reference=("merge_stats",))
 def merge_stats(fn, rng):
     """merge_stats((count, total, squares), (count, total, squares)) -> (count, total, squares):
     counts, sums and sums of squares add, the count an int, the sums float64 arrays (a and b left
@@ -69,7 +69,7 @@ def merge_stats(fn, rng):
 
 
 @_register("mean_std", "extras", 1, "06_locomotion",
-           forbidden=("es.obs_norm", "es.training"))
+           forbidden=("es.obs_norm", "es.training"), reference=("mean_std",))
 def mean_std(fn, rng):
     """mean_std(count, total, squares) -> (mean, std): mean = total / count, std =
     sqrt(max(squares / count - mean**2, 1e-4)), float64; (0, 1) for count 0. Relative error 1e-6, on
@@ -126,7 +126,8 @@ def mean_std(fn, rng):
 
 
 @_register("linear_policy", "extras", 2, "06_locomotion",
-           forbidden=("es.policies", "es.obs_norm", "es.envs", "es.training", "es.evaluators", "es.play"))
+           forbidden=("es.policies", "es.obs_norm", "es.envs", "es.training", "es.evaluators", "es.play"),
+           reference=("linear_policy",))
 def linear_policy(fn, rng):
     """linear_policy(params (k, d*a + a) float32, obs (k, d), mean, std, low, high) -> (k, a):
     low + (tanh(clip((obs - mean) / std, -5, 5) @ W_k + b_k) + 1) / 2 * (high - low), W_k row
@@ -200,7 +201,7 @@ def _course_policy(params, obs, mean, std, low, high):
 
 
 @_register("locomotion_agent", "extras", 3, "06_locomotion", "RUN_DIR",
-           forbidden=())
+           forbidden=(), reference=())
 def locomotion_agent(run_dir, rng):
     """The run in ``run_dir`` (notebook 06's ``cheetah-run``) reached its task's threshold, and
     its center, played by the course's policy with the run's frozen statistics on 20 episodes on

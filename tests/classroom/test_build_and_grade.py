@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from classroom.check import CHECKS, checks_for
+from classroom.check import CHECKS, checks_for, grades_a_run
 from classroom import build
 from classroom.grade import grade
 
@@ -502,10 +502,11 @@ MISTAKES = [
     ("06_locomotion", SQUASH, "squashed = np.tanh(np.array([x[r] @ weights[r] + biases[r] for r in range(rows)]))",
      "linear_policy", "loops over the rows in Python"),
 ]
-# Pong's agent check replays a run and plays full games (tests/pong/test_pong_student.py grades it);
-# the planted mistakes in 04 are its functions'. 06's agent check grades the committed run next to
-# the solution (test_solutions_score_full_marks), which a planted submission in a fresh folder lacks.
-SLOW = {"pong_agent", "locomotion_agent"}
+# The checks that grade a run (check.grades_a_run) have no row: Pong's agent check replays a run
+# and plays full games (tests/pong/test_pong_student.py grades it; the planted mistakes in 04 are
+# its functions'), and 06's grades the committed run next to the solution
+# (test_solutions_score_full_marks), which a planted submission in a fresh folder lacks.
+RUNS = {name for name in CHECKS if grades_a_run(name)}
 
 
 def edits(mistake) -> list[tuple[str, str]]:
@@ -551,7 +552,7 @@ def graded_mistakes(tmp_path_factory):
     for k, (name, taken, members) in enumerate(submissions()):
         pairs = [pair for i in members for pair in edits(MISTAKES[i])]
         jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, pairs), name, taken, members))
-    only = lambda name: [n for n in checks_for(name) if n not in SLOW]      # noqa: E731
+    only = lambda name: [n for n in checks_for(name) if n not in RUNS]      # noqa: E731
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only(j[1])), jobs))
     return {i: (res, taken) for res, (_, _, taken, members) in zip(results, jobs) for i in members}
@@ -559,7 +560,7 @@ def graded_mistakes(tmp_path_factory):
 
 def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
     assert len(MISTAKES) >= 25
-    assert {m[3] for m in MISTAKES} == set(CHECKS) - SLOW
+    assert {m[3] for m in MISTAKES} == set(CHECKS) - RUNS
 
 
 @pytest.mark.slow
@@ -571,7 +572,7 @@ def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming
     for c, w in {check: words, **(also[0] if also else {})}.items():
         assert rows[c]["points"] == 0 and w in rows[c]["message"], rows[c]
     # the other mistakes of the submission cost their own checks; every check no mistake touched scores
-    others = sum(r["max"] for r in res["checks"] if r["name"] not in SLOW | taken)
+    others = sum(r["max"] for r in res["checks"] if r["name"] not in RUNS | taken)
     assert res["total"] == others, json.dumps(res["checks"], indent=1)
 
 

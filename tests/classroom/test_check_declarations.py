@@ -1,13 +1,16 @@
 """Each graded check is declared once, by its ``_register`` line in ``classroom/checks/``: its
-notebook, milestone, points, the names it takes and the modules its answer must not use. The
-grader's tables are derived from those lines; these tests fail when a declaration lacks a part
-or a table stops being derived."""
+notebook, milestone, points, the names it takes, the modules its answer must not use, the answer
+key's questions it asks and whether it is slow (its planted mistakes are rows of
+test_build_and_grade's ``MISTAKES``, one per check that does not grade a run, which a test there
+ties). The grader's tables are derived from those lines; these tests fail when a declaration
+lacks a part, says something untrue, or a table stops being derived."""
 import importlib
 from pathlib import Path
 
 import pytest
 
-from classroom import PACKAGES, check, delegation
+from classroom import PACKAGES, check, delegation, references
+from classroom.checks import base as check_base
 from classroom.grade import MILESTONE_MAX
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +18,8 @@ ASSIGNMENT = {"M1": 10, "M2": 5, "M3": 5, "M4": 10}      # the course's four gra
 
 
 def test_every_check_declares_every_part():
-    assert check.CHECKS and set(check.FORBIDDEN) == set(check.CHECKS)
+    assert check.CHECKS and set(check.FORBIDDEN) == set(check.CHECKS) == set(check.REFERENCE)
+    assert check.SLOW <= set(check.CHECKS)
     notebooks = {p.stem for p in (ROOT / "source").glob("[0-9][0-9]_*.py")}
     for name, (milestone, points, notebook, needs) in check.CHECKS.items():
         assert milestone in (*ASSIGNMENT, "extras"), name
@@ -23,13 +27,17 @@ def test_every_check_declares_every_part():
         assert notebook in notebooks, name
         assert needs and all(isinstance(n, str) and n for n in needs), name
         assert isinstance(check.FORBIDDEN[name], tuple), name
+        for question in check.REFERENCE[name]:
+            assert callable(getattr(references, question, None)), (name, question)
 
 
 def test_a_declaration_without_what_its_answer_must_not_use_is_refused():
     with pytest.raises(TypeError, match="forbidden"):
-        check._register("a_new_check", "extras", 1, "05_extras")
+        check._register("a_new_check", "extras", 1, "05_extras", reference=())
     with pytest.raises(TypeError, match="forbidden must be a tuple"):
-        check._register("a_new_check", "extras", 1, "05_extras", forbidden=["es.noise"])
+        check._register("a_new_check", "extras", 1, "05_extras", forbidden=["es.noise"], reference=())
+    with pytest.raises(TypeError, match="reference"):
+        check._register("a_new_check", "extras", 1, "05_extras", forbidden=())
     assert "a_new_check" not in check.CHECKS
 
 
@@ -62,3 +70,21 @@ def test_a_declared_check_is_a_name_of_the_check_module():
     """``check.NAME(...)`` works from the declaration alone: no list of names to keep by hand."""
     for name in check.CHECKS:
         assert getattr(check, name).__name__ == name
+
+
+def test_each_check_asks_the_answer_key_exactly_the_questions_it_declares():
+    """The release records answers by running the key's solution of each check that asks
+    questions; a check that asks one it does not declare, or declares one it never asks, fails."""
+    assert set(references.SOLUTIONS) == {name for name, asked in check.REFERENCE.items() if asked}
+    recorder, saved = check_base.Answers(references, record=True), check_base.ANSWERS
+    check_base.ANSWERS = recorder
+    try:
+        for name, solution in references.SOLUTIONS.items():
+            if name not in check.SLOW:
+                check_base.verdict(name, solution, 11)
+    finally:
+        check_base.ANSWERS = saved
+    for name in references.SOLUTIONS:
+        if name not in check.SLOW:
+            asked = {question for question, *_ in recorder.recorded[name]["11"]}
+            assert asked == set(check.REFERENCE[name]), name

@@ -59,7 +59,7 @@ def test_the_training_gate_passes_the_answers_and_refuses_a_failing_or_missing_f
 
 def test_the_pong_agent_check_is_not_part_of_the_gate():
     """It replays a run (minutes): the gate runs the quick checks only."""
-    assert "pong_agent" in check.checks_for("04_pong") and "pong_agent" in check._SLOW
+    assert "pong_agent" in check.checks_for("04_pong") and "pong_agent" in check.SLOW
 
 
 def test_a_state_the_checkpoint_cannot_hold_fails_es_step_with_its_reason(pong_answers):
