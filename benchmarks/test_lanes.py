@@ -36,6 +36,7 @@ def run_lane(lane: str, workers: str, slowest: int) -> dict:
                  re.findall(r"^([0-9.]+)s (?:call|setup|teardown)\s+(\S+)", text, re.M)][:slowest]
     return {"lane": lane, "seconds": round(seconds, 1), "goal_seconds": GOALS[lane], "exit": out.returncode,
             "workers": workers, "cores": len(os.sched_getaffinity(0)), "load_before": round(load, 2),
+            "bytecode_cache": not os.environ.get("PYTHONDONTWRITEBYTECODE"),     # off: every import compiles
             **counts, "slowest": durations}
 
 

@@ -4,9 +4,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow      # a script in a fresh process that replays a checkpoint's heads (about 7 s)
 def test_the_head_probe_reproduces_its_committed_line_for_attempt_14():
     ckpt = "docs/runs/pong-windows6-vbn-s0/checkpoint.npz"
     done = subprocess.run([sys.executable, "scripts/pong_head_probe.py", ckpt], cwd=ROOT, capture_output=True,
