@@ -1,4 +1,4 @@
-"""Issue 43's battery, in threads: CartPole, population 256, 12 generations, the master with
+"""The liars' battery, in threads: CartPole, population 256, 12 generations, the master with
 the CLI's chunking (it plays the center), 2 honest workers and a liar that answers its first job
 honestly, then lies on one member per chunk ("one") or on every member ("every"); seeds FIRST..LAST-1.
 Prints per run whether the final center equals the clean single-process run, the ids banned,

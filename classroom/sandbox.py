@@ -31,8 +31,8 @@ What a graded kernel, and every process it starts, can reach:
 **Order of the mounts.** The private ``/tmp``, ``/dev``, ``/dev/shm`` and ``/proc`` are mounted
 first and the binds after them, parents before children, so that no mount covers one made
 before it: Python, a virtual environment or the checkout may live under ``/tmp``, ``/dev/shm``,
-``/run`` or a home folder (issue 32: a venv under ``/tmp`` vanished under the private ``/tmp``
-and every kernel died before it answered). A bind onto one of those private folders itself is
+``/run`` or a home folder (a venv under ``/tmp`` mounted before the private ``/tmp`` would
+vanish under it, and every kernel die before it answered). A bind onto one of those private folders itself is
 refused (``SandboxError``): it would hand the kernel the machine's own ``/tmp``.
 
 It shares the machine's loopback network (the kernel's channels to the grader and notebook

@@ -19,7 +19,7 @@ worker does, as before).
 
 A ban may come chunks after the banned id's first lie: the master notes, per id it did not
 issue, the first generation that used one of its results, and ``rollback`` tells the training
-loop to go back to the state before it and play the generations since again (issue 43).
+loop to go back to the state before it and play the generations since again.
 Before the update, the extreme ranks an id it did not issue returned are replayed here
 (``_lie_at_the_extremes``). A result is checked only within the master's platform class
 (``platform``): one of another class is never used, and never a ban.
