@@ -32,9 +32,12 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``--dist loadgroup``), the tests that share a costly fixture run on
     one worker, so that it is built once per run: a module-scoped fixture groups its file's
-    tests, a session-scoped one from a folder's conftest (the built site) groups its users."""
+    tests, a session-scoped one from a folder's conftest (the built site) groups its users. A
+    test that names its own group keeps it."""
     root_conftest = Path(__file__).resolve()
     for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
         defs = getattr(item, "_fixtureinfo", None)
         defs = defs.name2fixturedefs if defs else {}
         group = None

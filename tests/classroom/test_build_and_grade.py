@@ -527,11 +527,14 @@ def planted(tmp_path, name, pairs):
     return path
 
 
-def submissions():
-    """The mistakes packed into as few submissions as possible, never two on one check (nor on
-    a check that another mistake also costs): a student's notebook with several mistakes."""
+def submissions(notebook):
+    """The mistakes in ``notebook`` packed into as few submissions as possible, never two on one
+    check (nor on a check that another mistake also costs): a student's notebook with several
+    mistakes."""
     bins = []          # [notebook, {check taken}, [mistake index]]
     for i, (name, _, _, check, _, *also) in enumerate(MISTAKES):
+        if name != notebook:
+            continue
         taken = {check, *(also[0] if also else ())}
         for b in bins:
             if b[0] == name and not b[1] & taken:
@@ -543,19 +546,25 @@ def submissions():
     return bins
 
 
-@pytest.fixture(scope="module")
-def graded_mistakes(tmp_path_factory):
-    """Every submission of planted mistakes graded once, two at a time (as a class would be):
-    mistake index -> (its submission's result, the checks that submission's mistakes cost)."""
-    from concurrent.futures import ThreadPoolExecutor
-    jobs = []
-    for k, (name, taken, members) in enumerate(submissions()):
-        pairs = [pair for i in members for pair in edits(MISTAKES[i])]
-        jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, pairs), name, taken, members))
-    only = lambda name: [n for n in checks_for(name) if n not in RUNS]      # noqa: E731
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only(j[1])), jobs))
-    return {i: (res, taken) for res, (_, _, taken, members) in zip(results, jobs) for i in members}
+_GRADED: dict[str, dict] = {}      # notebook -> what graded_mistakes returned for it
+
+
+def graded_mistakes(notebook, tmp_path_factory):
+    """Every submission of planted mistakes in ``notebook`` graded once, two at a time (as a
+    class would be): mistake index -> (its submission's result, the checks that submission's
+    mistakes cost). Once per notebook and process: the tests of one notebook share an xdist
+    group, so the notebooks' gradings spread over the workers."""
+    if notebook not in _GRADED:
+        from concurrent.futures import ThreadPoolExecutor
+        jobs = []
+        for k, (name, taken, members) in enumerate(submissions(notebook)):
+            pairs = [pair for i in members for pair in edits(MISTAKES[i])]
+            jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, pairs), name, taken, members))
+        only = [n for n in checks_for(notebook) if n not in RUNS]
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only), jobs))
+        _GRADED[notebook] = {i: (res, taken) for res, (_, _, taken, members) in zip(results, jobs) for i in members}
+    return _GRADED[notebook]
 
 
 def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
@@ -564,10 +573,11 @@ def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("i", range(len(MISTAKES)), ids=[f"{m[3]}:{m[4]}" for m in MISTAKES])
-def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming_it(graded_mistakes, i):
+@pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.xdist_group(f"mistakes:{m[0]}"), id=f"{m[3]}:{m[4]}")
+                               for i, m in enumerate(MISTAKES)])
+def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming_it(tmp_path_factory, i):
     name, _, _, check, words, *also = MISTAKES[i]
-    res, taken = graded_mistakes[i]
+    res, taken = graded_mistakes(name, tmp_path_factory)[i]
     rows = {r["name"]: r for r in res["checks"]}
     for c, w in {check: words, **(also[0] if also else {})}.items():
         assert rows[c]["points"] == 0 and w in rows[c]["message"], rows[c]
@@ -602,8 +612,13 @@ def test_broken_submissions_never_crash_the_grader(tmp_path):
         assert key in rows[0]
 
 
+# checks that train or start processes: graded once, above, not 50 times in process
+NOT_IN_PROCESS = ("train_cartpole", "parallel_returns", "gather")
+
+
 @pytest.mark.slow
-def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch):
+@pytest.mark.parametrize("notebook", sorted({m[0] for m in MISTAKES if m[3] not in NOT_IN_PROCESS}))
+def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch, notebook):
     """The checks' inputs are fresh in every grading run, so a planted mistake must be caught,
     with its message, whatever the seed: 50 seeds each, run in this process on the course
     sources (the slow checks, which train or start processes, are graded once above)."""
@@ -616,7 +631,7 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch)
     missed = []
     for mistake in MISTAKES:
         name, _, _, name_of_check, words, *_ = mistake
-        if name_of_check in ("train_cartpole", "parallel_returns", "gather"):
+        if name != notebook or name_of_check in NOT_IN_PROCESS:
             continue
         src = (ROOT / "source" / f"{name}.py").read_text()
         for o, n in edits(mistake):
