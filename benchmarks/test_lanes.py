@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +30,8 @@ def run_lane(lane: str, workers: str, slowest: int) -> dict:
     out = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     text = out.stdout + out.stderr
+    log = Path(tempfile.gettempdir()) / f"es-course-lane-{lane}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    log.write_text(text)           # the whole output: a failure's message is there
     summary = next((line for line in reversed(text.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "")
     counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", summary)}
     counts["failures"] = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
@@ -37,7 +40,7 @@ def run_lane(lane: str, workers: str, slowest: int) -> dict:
     return {"lane": lane, "seconds": round(seconds, 1), "goal_seconds": GOALS[lane], "exit": out.returncode,
             "workers": workers, "cores": len(os.sched_getaffinity(0)), "load_before": round(load, 2),
             "bytecode_cache": not os.environ.get("PYTHONDONTWRITEBYTECODE"),     # off: every import compiles
-            **counts, "slowest": durations}
+            **counts, "slowest": durations, "log": str(log)}
 
 
 def main() -> None:

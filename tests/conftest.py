@@ -20,12 +20,16 @@ def pytest_configure(config):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (pyproject's addopts): one worker more than cores, at most 4; one core runs
-    in this process (``-n 0``). Many tests wait on processes of their own (Redis workers,
-    kernels, Dask) and on leases, so a third worker keeps 2 cores busy (the fast lane: 134 s
-    with 2 workers, 122 s with 3); more than 4 only queue."""
+    """``-n auto`` (pyproject's addopts): one worker per core, at most 4, and one more for the
+    fast lane (``-m "not slow"``); one core runs in this process (``-n 0``). The fast lane's
+    tests mostly wait on processes of their own (Redis workers, Dask) and on leases, so a third
+    worker keeps 2 cores busy (134 s with 2 workers, 122 s with 3); the slow ones grade
+    notebooks in kernels that take whole cores, and more workers than cores only queue them."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return min(cores + 1, 4) if cores > 1 else 0
+    if cores == 1:
+        return 0
+    fast_lane = "not slow" in (config.option.markexpr or "")
+    return min(cores + fast_lane, 4)
 
 
 @pytest.hookimpl(tryfirst=True)     # before xdist's own, which reads the groups into the node ids
