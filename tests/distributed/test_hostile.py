@@ -81,6 +81,14 @@ class Cluster:
             time.sleep(0.002)
         raise AssertionError(f"the master never reached generation {generation}")
 
+    def train_during(self, generation, attack):
+        """``train()`` with ``attack(task_record)`` run in a thread once ``generation`` is
+        published (``train`` sets ``stop`` when it ends, which ends a lasting attack too)."""
+        t = self.during(generation, attack)
+        result = self.train()
+        t.join()
+        return result
+
     def during(self, generation, attack):
         """Run ``attack(task_record)`` in a thread once ``generation`` is published."""
         def go():
@@ -172,9 +180,7 @@ def test_thirty_hostile_results_are_dropped_and_the_run_stays_identical(server):
         pushed.extend(cases)
         time.sleep(0.5)
         c.start_workers()
-    t = c.during(0, attack)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, attack)
     assert len(pushed) >= 30
     assert_identical(result, cfg)
     events = [m for m in c.logs if "dropped a result" in m or "reported an error" in m]
@@ -212,9 +218,7 @@ def test_stale_results_of_an_earlier_run_on_the_same_database_are_dropped(server
         c.rogue.rpush(P.RESULTS, *payloads)
         time.sleep(0.3)
         c.start_workers()
-    t = c.during(0, replay)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, replay)
     assert_identical(result, new)
     assert len(c.logged(f"stale result (run {old_rec['run']}")) == len(payloads)
 
@@ -271,9 +275,7 @@ def test_rewritten_keys_and_task_records_are_repaired(server, name):
     def then_workers(rec):   # before any worker has read the task of generation 0
         attack(c, rec)
         c.start_workers()
-    t = c.during(0, then_workers)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, then_workers)
     assert_identical(result, cfg)
     assert c.logged(expect), c.logs
     assert "this" not in sys.modules or name != "problem spec imports a module (env_id 'this:Env')"
@@ -294,9 +296,7 @@ def test_an_altered_sigma_vector_is_refused_and_the_snes_run_stays_identical(ser
     def then_workers(rec):
         c.admin.hset(P.TASK, "sigma_vector", SIGMA_ATTACKS[name](rec["sigma_vector"]))
         c.start_workers()
-    t = c.during(0, then_workers)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, then_workers)
     assert_identical(result, cfg)
     assert c.logged("publishing it again with a new nonce"), c.logs
     assert any("sigma vector" in m for m in c.worker_logs), c.worker_logs
@@ -316,9 +316,7 @@ def test_forged_jobs_are_dropped_by_workers(server):
                       json.dumps({"r": run, "n": nonce, "g": True, "a": 0, "b": 8, "c": 0}),
                       b"\xff\xfe not json")
         c.start_workers()
-    t = c.during(0, forge)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, forge)
     assert_identical(result, cfg)
     assert sum("dropped a bad job" in m for m in c.worker_logs) == 3, c.worker_logs
     assert any("not a chunk of generation 0" in m for m in c.worker_logs)
@@ -336,9 +334,7 @@ def test_a_fake_heartbeat_from_the_future_does_not_hold_a_chunk(server):
         job = P.decode_job(raw)
         c.rogue.hset(P.LEASES, P.job_id(job), json.dumps({"w": "ff" * 8, "n": job["n"], "t": 1e18}))
         c.start_workers()
-    t = c.during(0, steal)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, steal)
     assert_identical(result, cfg)
     assert c.logged("no worker holds a lease"), c.logs
 
@@ -364,9 +360,7 @@ def test_a_heartbeat_that_never_ends_meets_the_chunk_deadline(server):
     stalls too."""
     cfg = small()
     c = Cluster(server, cfg, start_workers=False, chunk_deadline=2.0, backup_after=None)
-    t = c.during(0, _hold_a_chunk_forever(c))
-    result = c.train()          # sets c.stop when it ends, which ends the attack too
-    t.join()
+    result = c.train_during(0, _hold_a_chunk_forever(c))
     assert_identical(result, cfg)
     assert c.logged("deadline though worker ffffffffffffffff still sends heartbeats"), c.logs
     assert not c.logged("a backup"), c.logs
@@ -378,9 +372,7 @@ def test_a_heartbeat_that_never_ends_is_overtaken_by_a_backup(server):
     handed out again as a backup, well before its deadline, and the run stays identical."""
     cfg = small()
     c = Cluster(server, cfg, start_workers=False, chunk_deadline=30.0)
-    t = c.during(0, _hold_a_chunk_forever(c))
-    result = c.train()
-    t.join()
+    result = c.train_during(0, _hold_a_chunk_forever(c))
     assert_identical(result, cfg)
     assert c.logged("a backup: worker ffffffffffffffff"), c.logs
     assert not c.logged("deadline though"), c.logs
@@ -431,9 +423,7 @@ def test_three_forged_error_reports_from_fresh_ids_do_not_end_the_run(server):
             c.rogue.rpush(P.RESULTS, P.encode_error(bytes([i + 1]) * 8, rec["run"].decode(), rec["nonce"].decode(),
                                                     P.task_digest(rec), 0, a, b - a, "forged failure"))
         c.start_workers()
-    t = c.during(0, attack)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, attack)
     assert_identical(result, cfg)
     assert "01" * 8 in c.ev.banned and c.logged("false error report"), c.logs
 
@@ -516,9 +506,7 @@ def test_a_lie_that_dodges_every_spot_check_is_caught_on_the_liars_first_result(
             time.sleep(0.3)
         finally:
             c.start_workers()   # whatever happened above, the run can finish
-    t = c.during(0, attack)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, attack)
     assert pushed == [0], "the lie was not pushed during generation 0"
     assert_identical(result, cfg)
     assert liar.hex() in c.ev.banned and len(c.ev.banned) == 1, c.ev.banned
@@ -607,9 +595,7 @@ def test_nasty_leases_are_dropped_and_logged(server):
             if not c.threads and time.time() - started > 0.6:   # the master has read them a few times
                 c.start_workers()
             time.sleep(0.02)
-    t = c.during(0, attack)
-    result = c.train()          # sets c.stop when it ends, which ends the attack too
-    t.join()
+    result = c.train_during(0, attack)
     assert_identical(result, cfg)
     assert c.logged("dropped the lease on chunk"), c.logs
 
@@ -638,9 +624,7 @@ def test_huge_returns_from_fresh_ids_never_reach_the_center(server, values):
             c.rogue.rpush(P.RESULTS, _result(rec, w, a, returns))
         time.sleep(0.3)
         c.start_workers()
-    t = c.during(0, attack)
-    result = c.train()
-    t.join()
+    result = c.train_during(0, attack)
     assert_identical(result, cfg)
     assert {w.hex() for w in ids} <= set(c.ev.banned), c.logs
     assert not [e for e in c.ev.accepted if e[2] in {w.hex() for w in ids}]
@@ -699,9 +683,7 @@ def _fuzz(c, rng, pop):
 def test_fuzzed_worker_writes_leave_the_run_identical(server, seed, generations):
     cfg = small(generations=generations)
     c = Cluster(server, cfg)
-    t = c.during(0, lambda rec: _fuzz(c, np.random.default_rng(seed), cfg.population))
-    result = c.train()          # sets c.stop when it ends, which ends the attack too
-    t.join()
+    result = c.train_during(0, lambda rec: _fuzz(c, np.random.default_rng(seed), cfg.population))
     assert_identical(result, cfg)
     assert c.logged("dropped") and c.ev.banned, c.logs
 
