@@ -1,12 +1,11 @@
 """Sources of the numbers on page 03_redis."""
 import re
-import subprocess
 import time
 from pathlib import Path
 
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
-from course_sources import cells, solution, source_of
+from course_sources import cells, mirrored_lines, solution, source_of
 
 
 def _points():
@@ -214,8 +213,8 @@ def _starter():
     for cited in ("lines 50-66 of its `951f199:es_distributed/es.py`", "(line 319;", "line 355)", "line 373)"):
         assert cited in STARTER, cited
     if MIRROR.is_dir():
-        text = subprocess.run(["git", "-C", str(MIRROR), "show", "951f199:es_distributed/es.py"], capture_output=True,
-                              text=True, check=True).stdout.splitlines()
+        text = mirrored_lines(MIRROR, "951f199", "es_distributed/es.py")
+        assert text is not None, f"git cannot show 951f199:es_distributed/es.py in {MIRROR}"
         for number, code in STARTER_LINES.items():
             assert code in text[number - 1] and (code or not text[number - 1].strip()), (number, text[number - 1])
 

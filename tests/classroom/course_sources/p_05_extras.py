@@ -1,6 +1,5 @@
 """Sources of the numbers on page 05_extras."""
 import json
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -8,7 +7,7 @@ import numpy as np
 
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
-from course_sources import ROOT
+from course_sources import ROOT, mirrored_lines
 
 PIXEL_RUN = "docs/runs/pong-windows6-motion-vbn-s16"     # the shipped pixel agent's run (pong/agent-pixels.json)
 
@@ -196,14 +195,12 @@ def _starter_clip():
     assert VBN_CLIP == 5.0 and VBN_FLOOR == 0.1 and np.isclose(np.sqrt(1e-2), VBN_FLOOR)
     var = np.array([0.0, 1e-4, 1e-2, 0.5, 9.0])
     assert np.allclose(np.sqrt(np.maximum(var, 1e-2)), np.maximum(np.sqrt(var), VBN_FLOOR))
-    if STARTER.exists():
-        for path, line, text in (("es_distributed/es.py", 42, "np.sqrt(np.maximum(self.sumsq / self.count - "
-                                                               "np.square(self.mean), 1e-2))"),
-                                 ("es_distributed/policies.py", 145, "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)")):
-            out = subprocess.run(["git", f"--git-dir={STARTER}", "show", f"951f199:{path}"], capture_output=True,
-                                 text=True)
-            if out.returncode == 0:
-                assert text in out.stdout.splitlines()[line - 1], (path, line)
+    for path, line, text in (("es_distributed/es.py", 42, "np.sqrt(np.maximum(self.sumsq / self.count - "
+                                                           "np.square(self.mean), 1e-2))"),
+                             ("es_distributed/policies.py", 145, "tf.clip_by_value((o - ob_mean) / ob_std, -5.0, 5.0)")):
+        got = mirrored_lines(STARTER, "951f199", path)
+        if got is not None:
+            assert text in got[line - 1], (path, line)
 
 
 CLAIMS: list[Claim] = [

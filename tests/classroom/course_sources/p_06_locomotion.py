@@ -1,24 +1,15 @@
 """Sources of the numbers on page 06_locomotion."""
-import subprocess
 from pathlib import Path
 
 from course_numbers import Claim
 from course_sources import *   # noqa: F401,F403  (printed, solution, lines, load, fmt, source_of, check_points)
+from course_sources import mirrored_lines
 
 RUN = "solutions/cheetah-run"
 STARTER = Path("/work/.mirror/openai+evolution-strategies-starter/repo/.git")   # commit 951f199, where present
 ARS = Path("/work/.mirror/modestyachts+ARS/repo")                              # commit 4c8e24e, where present
 S = "https://github.com/openai/evolution-strategies-starter/blob/951f19986921135739633fb23e55b2075f66c2e6/es_distributed"
 A = "https://github.com/modestyachts/ARS/blob/4c8e24e0a99cf811030e90680fc29eb94fae8cdd/code/ars.py"
-
-
-def _mirrored(repo: Path, commit: str, path: str) -> list | None:
-    """The lines of ``path`` at ``commit`` in a local mirror of another project, or None where
-    this machine has no mirror (the citation in the text is then what the claim holds)."""
-    if not repo.exists():
-        return None
-    out = subprocess.run(["git", f"--git-dir={repo}", "show", f"{commit}:{path}"], capture_output=True, text=True)
-    return out.stdout.splitlines() if out.returncode == 0 else None
 
 
 def _cites(snippet: str, *citations: str, repo: Path | None = None, commit: str = "", path: str = "",
@@ -28,7 +19,7 @@ def _cites(snippet: str, *citations: str, repo: Path | None = None, commit: str 
     def holds():
         for c in citations:
             assert c in snippet, f"the text no longer cites {c!r}"
-        got = _mirrored(repo, commit, path) if repo else None
+        got = mirrored_lines(repo, commit, path) if repo else None
         if got is not None:
             for number, text in (lines or {}).items():
                 assert text in got[number - 1], f"{path} line {number} is {got[number - 1]!r}, not {text!r}"
