@@ -1,6 +1,6 @@
-"""The course: the build, the solutions (full marks), the blank notebooks (0, with a message
-per check), planted student mistakes (each loses exactly its check's points), and a grader
-that survives hanging checks and broken files."""
+"""The course: the build, planted student mistakes (each loses exactly its check's points), and a
+grader that survives hanging checks and broken files. (The solutions' full marks and the blank
+notebooks' 0 with a message per check: test_class_gradebook's class of four.)"""
 import json
 import os
 import re
@@ -111,24 +111,6 @@ def test_every_check_belongs_to_a_notebook():
     for milestone, points, _, _ in CHECKS.values():
         per[milestone] = per.get(milestone, 0) + points
     assert per == {"M1": 10, "M2": 5, "M3": 5, "M4": 10, "extras": 18}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_solutions_score_full_marks(name):
-    # 04's agent is solutions/pong-run, trained under the identifier "reference"
-    res = grade(ROOT / "solutions" / f"{name}.ipynb", cell_timeout=600, student="reference")
-    assert res["total"] == res["max"] > 0, json.dumps(res["checks"], indent=1)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_blank_notebooks_score_zero_with_a_message_per_check(name):
-    res = grade(ROOT / "notebooks" / f"{name}.ipynb", cell_timeout=600)
-    assert res["total"] == 0 and res["max"] > 0
-    for row in res["checks"]:
-        assert "not implemented yet" in row["message"] or "define" in row["message"] \
-            or "no folder pong-run" in row["message"] or "no folder cheetah-run" in row["message"], row
 
 
 # (notebook, text in the solution, the student's mistake, the check that must catch it, words of its message)
@@ -504,8 +486,8 @@ MISTAKES = [
 ]
 # The checks that grade a run (check.grades_a_run) have no row: Pong's agent check replays a run
 # and plays full games (tests/pong/test_pong_student.py grades it; the planted mistakes in 04 are
-# its functions'), and 06's grades the committed run next to the solution
-# (test_solutions_score_full_marks), which a planted submission in a fresh folder lacks.
+# its functions'), and 06's grades the committed run next to the solution (test_class_gradebook's
+# reference student), which a planted submission in a fresh folder lacks.
 RUNS = {name for name in CHECKS if grades_a_run(name)}
 
 
@@ -515,13 +497,17 @@ def edits(mistake) -> list[tuple[str, str]]:
     return list(zip(old, new)) if isinstance(old, list) else [(old, new)]
 
 
-def planted(tmp_path, name, pairs):
-    """The solution with a student's mistakes: each old text (in one cell) becomes the new one."""
+def planted(tmp_path, name, pairs, quick=False):
+    """The solution with a student's mistakes: each old text (in one cell) becomes the new one.
+    ``quick``: only its quick sections' cells (``quick_cells``), as a student who deleted the rest."""
     nb = nbformat.read(str(ROOT / "solutions" / f"{name}.ipynb"), 4)
     for o, n in pairs:
         hits = [c for c in nb.cells if c.cell_type == "code" and o in c.source]
         assert len(hits) == 1, f"{o!r} not found in exactly one cell of {name}"
         hits[0].source = hits[0].source.replace(o, n)
+    if quick:
+        headings = [c.source.split("\n")[0] if c.cell_type == "markdown" else None for c in nb.cells]
+        nb.cells = [c for c, keep in zip(nb.cells, quick_cells(name, headings)) if keep]
     path = tmp_path / f"{name}.ipynb"
     nbformat.write(nb, str(path))
     return path
@@ -530,19 +516,19 @@ def planted(tmp_path, name, pairs):
 def submissions(notebook):
     """The mistakes in ``notebook`` packed into as few submissions as possible, never two on one
     check (nor on a check that another mistake also costs): a student's notebook with several
-    mistakes."""
-    bins = []          # [notebook, {check taken}, [mistake index]]
+    mistakes, ``[{check taken}, [mistake index]]``."""
+    bins = []
     for i, (name, _, _, check, _, *also) in enumerate(MISTAKES):
         if name != notebook:
             continue
         taken = {check, *(also[0] if also else ())}
         for b in bins:
-            if b[0] == name and not b[1] & taken:
-                b[1].update(taken)
-                b[2].append(i)
+            if not b[0] & taken:
+                b[0].update(taken)
+                b[1].append(i)
                 break
         else:
-            bins.append([name, taken, [i]])
+            bins.append([taken, [i]])
     return bins
 
 
@@ -550,20 +536,23 @@ _GRADED: dict[str, dict] = {}      # notebook -> what graded_mistakes returned f
 
 
 def graded_mistakes(notebook, tmp_path_factory):
-    """Every submission of planted mistakes in ``notebook`` graded once, two at a time (as a
-    class would be): mistake index -> (its submission's result, the checks that submission's
-    mistakes cost). Once per notebook and process: the tests of one notebook share an xdist
-    group, so the notebooks' gradings spread over the workers."""
+    """Every submission of planted mistakes in ``notebook`` graded once, on the cells of its quick
+    sections (``quick_cells``: every function a check calls is defined there, and the sections
+    that train or start servers would only add minutes), two at a time as a class would be:
+    mistake index -> (its submission's result, the checks that submission's mistakes cost). Once
+    per notebook and process: the tests of one notebook share an xdist group, so the notebooks'
+    gradings spread over the workers."""
     if notebook not in _GRADED:
         from concurrent.futures import ThreadPoolExecutor
         jobs = []
-        for k, (name, taken, members) in enumerate(submissions(notebook)):
+        for k, (taken, members) in enumerate(submissions(notebook)):
             pairs = [pair for i in members for pair in edits(MISTAKES[i])]
-            jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), name, pairs), name, taken, members))
+            jobs.append((planted(tmp_path_factory.mktemp(f"submission{k}"), notebook, pairs, quick=True), taken,
+                         members))
         only = [n for n in checks_for(notebook) if n not in RUNS]
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(lambda j: grade(j[0], cell_timeout=600, only=only), jobs))
-        _GRADED[notebook] = {i: (res, taken) for res, (_, _, taken, members) in zip(results, jobs) for i in members}
+        _GRADED[notebook] = {i: (res, taken) for res, (_, taken, members) in zip(results, jobs) for i in members}
     return _GRADED[notebook]
 
 
@@ -652,19 +641,29 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch,
     assert not missed, "\n".join(missed[:20])
 
 
+def quick_cells(name: str, headings) -> list[bool]:
+    """Which of a notebook's cells are in its quick sections, from each cell's heading (a markdown
+    cell's first line, None for code): the sections that do not train, start servers, fork
+    workers or time things. 04 up to section 5, 03 all but sections 0 (a server), 4 (training
+    through it), 6 (worker processes), 8 (the course's master) and section 7's timing of the
+    noise table, the others up to section 4."""
+    keep, flags = True, []
+    for heading in headings:
+        number = re.match(r"## (\d+)\. ", heading or "")
+        if number:
+            n = int(number.group(1))
+            keep = n < 5 if name == "04_pong" else n not in (0, 4, 6, 8) if name == "03_redis" else n < 4
+        elif (heading or "").startswith("### What the table costs"):
+            keep = False
+        flags.append(keep)
+    return flags
+
+
 def quick_sections(name: str, src: str) -> str:
-    """A notebook's source without the sections that train, start servers, fork workers or time
-    things: 04 from section 5 on, 03's sections 0 (a server), 4 (training through it), 6
-    (worker processes), 8 (the course's master) and section 7's timing of the noise table, the
-    others from section 4 on."""
-    if name == "04_pong":
-        return src.split("# ## 5. ")[0]
-    if name != "03_redis":
-        return src.split("# ## 4. ")[0]
-    parts = re.split(r"(?m)^(?=# %% \[markdown\]\n# ## \d+\. )", src)
-    kept = "".join(p for p in parts if not re.match(r"# %% \[markdown\]\n# ## [0468]\. ", p))
-    return re.sub(r"# %% \[markdown\]\n# ### What the table costs.*?(?=# %% \[markdown\]\n# ## |\Z)", "", kept,
-                  flags=re.S)
+    """A notebook's source (jupytext, ``source/``) with only its quick sections' cells."""
+    cells = re.split(r"(?m)^(?=# %%)", src)
+    headings = [c.split("\n")[1][2:] if c.startswith("# %% [markdown]") else None for c in cells]
+    return "".join(c for c, keep in zip(cells, quick_cells(name, headings)) if keep)
 
 
 def test_the_quick_sections_of_03_keep_its_functions_and_drop_its_servers():
