@@ -78,6 +78,11 @@ _DY = np.array([dy for dy, _ in _OFFSETS])
 _DX = np.array([dx for _, dx in _OFFSETS])
 _PADDED_OFFSETS = _DY * (SIZE + 2) + _DX                      # frame_keypoints' (44, 44) planes
 _PIXELS = SIZE * SIZE
+_PLANE = (SIZE + 2) ** 2
+_PADDED_AT = (np.arange(SIZE)[:, None] * (SIZE + 2) + np.arange(SIZE) + SIZE + 3).ravel()   # pixel -> padded
+_INTERIOR = np.isin(np.arange(_PLANE), _PADDED_AT)         # a padded plane's pixels, not its ring
+_UNPADDED = np.cumsum(_INTERIOR) - 1                          # padded -> pixel (meaningless on the ring)
+_EXP_ZERO = -750.0        # exact.exp is exactly 0 below -745.13
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
 CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv; "blas" is
                           # the name specs carry: the product is einsum's, whose bits do not depend on the CPU)
@@ -244,49 +249,67 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray |
     (the oldest frame's change is 0 there)."""
     m, c = images.shape[:2]
     k = filters.shape[1]
-    plane, side = SIZE * SIZE, SIZE + 2
     flat = images.reshape(-1)
-    sources = np.flatnonzero(flat)                                   # per image and channel, in pixel order
+    sources = np.flatnonzero(flat != 0)                              # per image and channel, in pixel order
     value = flat[sources] * (1 / 255)
-    image_channel, yx = np.divmod(sources, plane)
-    y, x = np.divmod(yx, SIZE)
-    # the 9 pixels whose window holds each source, as flat indices into zero-padded (m, 44, 44)
-    # planes: those on the padding ring are no pixel, and their sums go to a bin left out
-    target = ((image_channel // c) * side + y + 1)[:, None] * side + (x + 1)[:, None] - _PADDED_OFFSETS
-    near_mask = np.zeros(m * side * side, dtype=bool)
-    near_mask[target.ravel()] = True
-    rings = near_mask.reshape(m, side, side)
-    rings[:, [0, -1], :] = False
-    rings[:, :, [0, -1]] = False
+    image_channel, yx = np.divmod(sources, _PIXELS)
+    centre = (image_channel // c) * _PLANE + _PADDED_AT[yx]          # flat index into zero-padded (m, 44, 44)
+    # the 9 pixels whose window holds each source: those on the padding ring are no pixel, and
+    # their sums go to a bin left out
+    target = centre[:, None] - _PADDED_OFFSETS
+    near_mask = np.zeros((m, _PLANE), dtype=bool)
+    near_mask.reshape(-1)[target.ravel()] = True
+    near_mask &= _INTERIOR
     near = np.flatnonzero(near_mask)                                 # per image, in pixel order
-    slot = np.empty(m * side * side, dtype=np.int64)
+    slot = np.empty(m * _PLANE, dtype=np.int64)
     slot[target.ravel()] = len(near)
     slot[near] = np.arange(len(near))
-    weights = value[:, None, None] * filters.transpose(0, 2, 1).reshape(m * c, TAPS, k)[image_channel]
-    conv = np.bincount((slot[target][:, :, None] * k + np.arange(k)).ravel(), weights.ravel(),
-                       minlength=(len(near) + 1) * k).reshape(len(near) + 1, k)[:-1]   # source after source
-    ni, yx = np.divmod(near, side * side)
-    yi, xi = np.divmod(yx, side)
-    yi, xi = yi - 1, xi - 1
+    n = len(near)
+    # one keypoint at a time, sources and taps in order: NumPy's loops run over the sources, not
+    # over 6 keypoints at a time
+    taps = filters.reshape(m, k, c, TAPS).transpose(1, 0, 2, 3).reshape(k, m * c, TAPS)
+    weights = np.take(taps, image_channel, axis=1).reshape(k, -1)
+    weights *= np.repeat(value, TAPS)
+    bins = slot[target].ravel()
+    conv = np.empty((n + 1, k))
+    for j in range(k):
+        conv[:, j] = np.bincount(bins, weights[j], minlength=n + 1)
+    conv = conv[:-1]
+    ni, padded_at = np.divmod(near, _PLANE)
+    at_pixel = _UNPADDED[padded_at]
+    yi, xi = np.divmod(at_pixel, SIZE)
+    busy_mask = np.zeros(m * _PLANE, dtype=bool)                     # pixels that differ from the field
+    busy_mask[centre] = True
+    busy = busy_mask[near]
     if field is None:
         e_near, e_extra = _near_exponentials(conv, pulls, ni, xi, yi)
         base_z, base_col, base_row = _empty_field(pulls)
+        bins = (ni * k)[:, None] + np.arange(k)
+        xi, yi, busy = xi[:, None], yi[:, None], busy[:, None]
     else:
         table, at = field
         flat_table = table.reshape(-1, k)                      # one index per lookup: np.take is fast
-        here = at[ni] * table.shape[1] + yi * SIZE + xi
-        e_near = exact.exp(np.minimum(SHARPNESS * (conv + np.take(flat_table, here, axis=0)), MAX_LOGIT))
-        e_extra = e_near - np.take(flat_table, here + _PIXELS, axis=0)
+        here = at[ni] * table.shape[1] + at_pixel
+        logit = np.take(flat_table, here, axis=0)
+        logit += conv
+        logit *= SHARPNESS
+        np.minimum(logit, MAX_LOGIT, out=logit)
+        field_e = np.take(flat_table, here + _PIXELS, axis=0)
+        # far outside a window both exponentials are exactly 0 and add nothing to the sums
+        live = np.flatnonzero(~((logit < _EXP_ZERO) & (field_e == 0)))
+        at_near = live // k
+        e_near = exact.exp(logit.reshape(-1)[live])
+        e_extra = e_near - field_e.reshape(-1)[live]
         base_z, base_col, base_row = table[at, 2 * _PIXELS:].transpose(1, 0, 2)
-    busy = images.any(axis=1).reshape(-1)[(ni * SIZE + yi) * SIZE + xi][:, None]
-    bins = (ni * k)[:, None] + np.arange(k)
+        bins = live + ((ni - np.arange(n)) * k)[at_near]
+        xi, yi, busy = xi[at_near], yi[at_near], busy[at_near]
 
     def total(w):
         return np.bincount(bins.ravel(), w.ravel(), minlength=m * k).reshape(m, k)
 
     z = np.maximum(base_z + total(e_extra), np.finfo(np.float64).tiny)
-    col = (base_col + total(e_extra * xi[:, None])) / z
-    row = (base_row + total(e_extra * yi[:, None])) / z
+    col = (base_col + total(e_extra * xi)) / z
+    row = (base_row + total(e_extra * yi)) / z
     return col, row, total(e_near * busy) / z
 
 
