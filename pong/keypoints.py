@@ -115,13 +115,28 @@ def _frames(obs, motion: bool = False) -> np.ndarray:
     used): ``frame - background``, and with ``motion`` also its change since the previous frame
     (0 for the oldest frame)."""
     obs = _check(obs)
-    diff = obs.astype(np.int16) - _BACKGROUND_INT
-    diff[~obs.any(axis=(2, 3))] = 0       # the 3 empty frames after a reset: an empty field, not a black one
+    diff = _diffs(obs)
     if not motion:
         return diff[:, :, None]
     change = np.zeros_like(diff)
     change[:, 1:] = diff[:, 1:] - diff[:, :-1]
     return np.stack([diff, change], axis=2)
+
+
+def _diffs(frames: np.ndarray) -> np.ndarray:
+    diff = frames.astype(np.int16) - _BACKGROUND_INT
+    diff[~frames.any(axis=(-2, -1))] = 0   # the 3 empty frames after a reset: an empty field, not a black one
+    return diff
+
+
+def _frames_at(obs: np.ndarray, ri: np.ndarray, fi: np.ndarray, motion: bool) -> np.ndarray:
+    """``_frames(obs, motion)[ri, fi]``, computing those frames only."""
+    images = np.zeros((len(ri), 2 if motion else 1, SIZE, SIZE), dtype=np.int16)
+    images[:, 0] = _diffs(obs[ri, fi])
+    if motion:
+        later = np.flatnonzero(fi)
+        images[later, 1] = images[later, 0] - _diffs(obs[ri[later], fi[later] - 1])
+    return images
 
 
 def _unpack(front: np.ndarray, k: int, channels: int = 1, pull_params: int = 2):
@@ -497,11 +512,10 @@ class PongKeypointsPolicy(Policy):
             pulls = window_tables(pulls, self.pull_scale)
         elif self.pull_scale != 1.0:
             pulls = pulls * self.pull_scale
-        x = _frames(obs, self.motion)
+        obs = _check(obs)
         if self.conv == "blas":
-            return sparse_keypoints(x, filters, pulls)
-        obs = np.asarray(obs)
-        rows = len(x)
+            return sparse_keypoints(_frames(obs, self.motion), filters, pulls)
+        rows = len(obs)
         values = np.empty((rows, 3, self.keypoints, FRAMES))
         need = np.ones((rows, FRAMES), dtype=bool)
         if memo is not None:
@@ -514,9 +528,10 @@ class PongKeypointsPolicy(Policy):
             need[hit[:, None], older - 1] = False
         ri, fi = np.nonzero(need)
         if field is None:
-            col, row, presence = frame_keypoints(x[ri, fi], filters[ri], pulls[ri])
+            col, row, presence = frame_keypoints(_frames_at(obs, ri, fi, self.motion), filters[ri], pulls[ri])
         else:
-            col, row, presence = frame_keypoints(x[ri, fi], filters[ri], None, (field[0], field[1][ri]))
+            col, row, presence = frame_keypoints(_frames_at(obs, ri, fi, self.motion), filters[ri], None,
+                                                 (field[0], field[1][ri]))
         values[ri, :, :, fi] = np.stack([col, row, presence], axis=1)
         if memo is not None:
             memo.obs[keys] = obs
