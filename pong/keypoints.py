@@ -53,6 +53,7 @@ products, so that the head has a few hundred weights, not thousands.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -382,8 +383,16 @@ def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) ->
 
 
 def _quadratic(f: np.ndarray) -> np.ndarray:
-    i, j = np.triu_indices(f.shape[1])
-    return np.concatenate([f, f[:, i] * f[:, j]], axis=1)
+    i, j = _pairs(f.shape[1])
+    out = np.empty((len(f), f.shape[1] + len(i)), dtype=f.dtype)
+    out[:, :f.shape[1]] = f
+    np.multiply(np.take(f, i, axis=1), np.take(f, j, axis=1), out=out[:, f.shape[1]:])
+    return out
+
+
+@functools.cache
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(n)
 
 
 class PongKeypointsPolicy(Policy):
