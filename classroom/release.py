@@ -39,8 +39,8 @@ SUPPORT = [
     "es/__init__.py", "es/errors.py", "es/seeding.py", "es/registry.py", "es/interfaces.py", "es/policies.py", "es/exact.py",
     "es/checkpoint.py", "es/play.py", "es/envs/__init__.py", "es/envs/problems.py", "es/envs/cartpole.py",
     "es/envs/gym_loop.py", "es/distributed/__init__.py", "es/distributed/keys.py", "es/distributed/server.py",
-    "pong/__init__.py", "pong/games.py", "pong/policy.py", "pong/pixels.py", "pong/keypoints.py", "pong/student.py",
-    "pong/background.npy", "pong/reference.npz",
+    "pong/__init__.py", "pong/games.py", "pong/policy.py", "pong/pixels.py", "pong/keypoints.py",
+    "pong/keypoint_memo.py", "pong/student.py", "pong/background.npy", "pong/reference.npz",
     "classroom/__init__.py", "classroom/check.py", "classroom/wire.py", "classroom/probe.py",
     "classroom/redis_workers.py", "classroom/cartpole_workers.py", "classroom/mujoco_runs.py", *check.CHECK_FILES,
 ]

@@ -53,6 +53,7 @@ products, so that the head has a few hundred weights, not thousands.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -62,11 +63,12 @@ from es.interfaces import Policy
 from es.policies import MLPPolicy
 from es.seeding import INIT, rng_for
 
+from .keypoint_memo import FRAMES, SIZE, KeypointMemo
 from .pixels import BACKGROUND_INT as _BACKGROUND_INT
 from .pixels import N_ACTIONS
 from .pixels import check_obs as _check
 
-SIZE, FRAMES, TAPS = 42, 4, 9
+TAPS = 9
 SHARPNESS = 40.0          # logit units per unit of filter response: the ball (~0.23 after /255)
                           # outshines the 1764 empty pixels (ln 1764 = 7.5) at filter weight ~1
 FEATURES_PER_KEYPOINT = 5  # column, row, column speed, row speed, presence
@@ -77,6 +79,11 @@ _DY = np.array([dy for dy, _ in _OFFSETS])
 _DX = np.array([dx for _, dx in _OFFSETS])
 _PADDED_OFFSETS = _DY * (SIZE + 2) + _DX                      # frame_keypoints' (44, 44) planes
 _PIXELS = SIZE * SIZE
+_PLANE = (SIZE + 2) ** 2
+_PADDED_AT = (np.arange(SIZE)[:, None] * (SIZE + 2) + np.arange(SIZE) + SIZE + 3).ravel()   # pixel -> padded
+_INTERIOR = np.isin(np.arange(_PLANE), _PADDED_AT)         # a padded plane's pixels, not its ring
+_UNPADDED = np.cumsum(_INTERIOR) - 1                          # padded -> pixel (meaningless on the ring)
+_EXP_ZERO = -750.0        # exact.exp is exactly 0 below -745.13
 PULL_SCALE = 0.25         # what new runs multiply the pull parameters by (PongKeypointsPolicy)
 CONVS = ("blas", "taps")  # how the filters' responses are summed (PongKeypointsPolicy's conv; "blas" is
                           # the name specs carry: the product is einsum's, whose bits do not depend on the CPU)
@@ -109,13 +116,28 @@ def _frames(obs, motion: bool = False) -> np.ndarray:
     used): ``frame - background``, and with ``motion`` also its change since the previous frame
     (0 for the oldest frame)."""
     obs = _check(obs)
-    diff = obs.astype(np.int16) - _BACKGROUND_INT
-    diff[~obs.any(axis=(2, 3))] = 0       # the 3 empty frames after a reset: an empty field, not a black one
+    diff = _diffs(obs)
     if not motion:
         return diff[:, :, None]
     change = np.zeros_like(diff)
     change[:, 1:] = diff[:, 1:] - diff[:, :-1]
     return np.stack([diff, change], axis=2)
+
+
+def _diffs(frames: np.ndarray) -> np.ndarray:
+    diff = frames.astype(np.int16) - _BACKGROUND_INT
+    diff[~frames.any(axis=(-2, -1))] = 0   # the 3 empty frames after a reset: an empty field, not a black one
+    return diff
+
+
+def _frames_at(obs: np.ndarray, ri: np.ndarray, fi: np.ndarray, motion: bool) -> np.ndarray:
+    """``_frames(obs, motion)[ri, fi]``, computing those frames only."""
+    images = np.zeros((len(ri), 2 if motion else 1, SIZE, SIZE), dtype=np.int16)
+    images[:, 0] = _diffs(obs[ri, fi])
+    if motion:
+        later = np.flatnonzero(fi)
+        images[later, 1] = images[later, 0] - _diffs(obs[ri[later], fi[later] - 1])
+    return images
 
 
 def _unpack(front: np.ndarray, k: int, channels: int = 1, pull_params: int = 2):
@@ -243,99 +265,68 @@ def frame_keypoints(images: np.ndarray, filters: np.ndarray, pulls: np.ndarray |
     (the oldest frame's change is 0 there)."""
     m, c = images.shape[:2]
     k = filters.shape[1]
-    plane, side = SIZE * SIZE, SIZE + 2
     flat = images.reshape(-1)
-    sources = np.flatnonzero(flat)                                   # per image and channel, in pixel order
+    sources = np.flatnonzero(flat != 0)                              # per image and channel, in pixel order
     value = flat[sources] * (1 / 255)
-    image_channel, yx = np.divmod(sources, plane)
-    y, x = np.divmod(yx, SIZE)
-    # the 9 pixels whose window holds each source, as flat indices into zero-padded (m, 44, 44)
-    # planes: those on the padding ring are no pixel, and their sums go to a bin left out
-    target = ((image_channel // c) * side + y + 1)[:, None] * side + (x + 1)[:, None] - _PADDED_OFFSETS
-    near_mask = np.zeros(m * side * side, dtype=bool)
-    near_mask[target.ravel()] = True
-    rings = near_mask.reshape(m, side, side)
-    rings[:, [0, -1], :] = False
-    rings[:, :, [0, -1]] = False
+    image_channel, yx = np.divmod(sources, _PIXELS)
+    centre = (image_channel // c) * _PLANE + _PADDED_AT[yx]          # flat index into zero-padded (m, 44, 44)
+    # the 9 pixels whose window holds each source: those on the padding ring are no pixel, and
+    # their sums go to a bin left out
+    target = centre[:, None] - _PADDED_OFFSETS
+    near_mask = np.zeros((m, _PLANE), dtype=bool)
+    near_mask.reshape(-1)[target.ravel()] = True
+    near_mask &= _INTERIOR
     near = np.flatnonzero(near_mask)                                 # per image, in pixel order
-    slot = np.empty(m * side * side, dtype=np.int64)
+    slot = np.empty(m * _PLANE, dtype=np.int64)
     slot[target.ravel()] = len(near)
     slot[near] = np.arange(len(near))
-    weights = value[:, None, None] * filters.transpose(0, 2, 1).reshape(m * c, TAPS, k)[image_channel]
-    conv = np.bincount((slot[target][:, :, None] * k + np.arange(k)).ravel(), weights.ravel(),
-                       minlength=(len(near) + 1) * k).reshape(len(near) + 1, k)[:-1]   # source after source
-    ni, yx = np.divmod(near, side * side)
-    yi, xi = np.divmod(yx, side)
-    yi, xi = yi - 1, xi - 1
+    n = len(near)
+    # one keypoint at a time, sources and taps in order: NumPy's loops run over the sources, not
+    # over 6 keypoints at a time
+    taps = filters.reshape(m, k, c, TAPS).transpose(1, 0, 2, 3).reshape(k, m * c, TAPS)
+    weights = np.take(taps, image_channel, axis=1).reshape(k, -1)
+    weights *= np.repeat(value, TAPS)
+    bins = slot[target].ravel()
+    conv = np.empty((n + 1, k))
+    for j in range(k):
+        conv[:, j] = np.bincount(bins, weights[j], minlength=n + 1)
+    conv = conv[:-1]
+    ni, padded_at = np.divmod(near, _PLANE)
+    at_pixel = _UNPADDED[padded_at]
+    yi, xi = np.divmod(at_pixel, SIZE)
+    busy_mask = np.zeros(m * _PLANE, dtype=bool)                     # pixels that differ from the field
+    busy_mask[centre] = True
+    busy = busy_mask[near]
     if field is None:
         e_near, e_extra = _near_exponentials(conv, pulls, ni, xi, yi)
         base_z, base_col, base_row = _empty_field(pulls)
+        bins = (ni * k)[:, None] + np.arange(k)
+        xi, yi, busy = xi[:, None], yi[:, None], busy[:, None]
     else:
         table, at = field
         flat_table = table.reshape(-1, k)                      # one index per lookup: np.take is fast
-        here = at[ni] * table.shape[1] + yi * SIZE + xi
-        e_near = exact.exp(np.minimum(SHARPNESS * (conv + np.take(flat_table, here, axis=0)), MAX_LOGIT))
-        e_extra = e_near - np.take(flat_table, here + _PIXELS, axis=0)
+        here = at[ni] * table.shape[1] + at_pixel
+        logit = np.take(flat_table, here, axis=0)
+        logit += conv
+        logit *= SHARPNESS
+        np.minimum(logit, MAX_LOGIT, out=logit)
+        field_e = np.take(flat_table, here + _PIXELS, axis=0)
+        # far outside a window both exponentials are exactly 0 and add nothing to the sums
+        live = np.flatnonzero(~((logit < _EXP_ZERO) & (field_e == 0)))
+        at_near = live // k
+        e_near = exact.exp(logit.reshape(-1)[live])
+        e_extra = e_near - field_e.reshape(-1)[live]
         base_z, base_col, base_row = table[at, 2 * _PIXELS:].transpose(1, 0, 2)
-    busy = images.any(axis=1).reshape(-1)[(ni * SIZE + yi) * SIZE + xi][:, None]
-    bins = (ni * k)[:, None] + np.arange(k)
+        bins = live + ((ni - np.arange(n)) * k)[at_near]
+        xi, yi, busy = xi[at_near], yi[at_near], busy[at_near]
 
     def total(w):
         return np.bincount(bins.ravel(), w.ravel(), minlength=m * k).reshape(m, k)
 
     z = np.maximum(base_z + total(e_extra), np.finfo(np.float64).tiny)
-    col = (base_col + total(e_extra * xi[:, None])) / z
-    row = (base_row + total(e_extra * yi[:, None])) / z
+    col = (base_col + total(e_extra * xi)) / z
+    row = (base_row + total(e_extra * yi)) / z
     return col, row, total(e_near * busy) / z
-
-
-def _padded(a: np.ndarray, n: int) -> np.ndarray:
-    """``a`` with zero rows appended up to ``n`` rows."""
-    return np.concatenate([a, np.zeros((n - len(a), *a.shape[1:]), a.dtype)])
-
-
-class KeypointMemo:
-    """What a ``conv="taps"`` policy saw at the previous step of each episode of one
-    ``PongGames.play``: the observation and its frames' keypoints, by episode number. A frame is
-    reused only where the new observation's older frames are the previous one's newer frames,
-    byte for byte, so the memo changes no result, only the time. What depends
-    on a member's parameters alone (a windows policy's pull logits and their exponentials at
-    every pixel, ``window_field``, which a step would otherwise compute at the pixels near
-    something and over the empty field; vbn's statistics, 256 frames) is kept too, per episode with
-    the parameters it came from, and reused where those are the same bytes (``derived``)."""
-
-    def __init__(self, keypoints: int):
-        self.obs = np.zeros((0, FRAMES, SIZE, SIZE), dtype=np.uint8)
-        self.values = np.zeros((0, 3, keypoints, FRAMES))            # column, row, presence
-        self.valid = np.zeros(0, dtype=bool)
-        self._derived: dict = {}   # name -> {"params", "values", "valid"}, each indexed by episode
-
-    def _grow(self, n: int) -> None:
-        if n > len(self.valid):
-            n = max(n, 2 * len(self.valid))
-            self.obs, self.values, self.valid = (_padded(a, n) for a in (self.obs, self.values, self.valid))
-
-    def derived(self, name: str, keys, params: np.ndarray, compute, gather: bool = True):
-        """``compute(params)`` (row by row: each row's values from that row alone), computed only
-        for the episodes (``keys``) whose ``params`` differ, byte for byte, from those it was last
-        computed from; the rest are the kept values. ``gather=False``: ``(kept, keys)``, all
-        kept values and where each row's are, for values too large to copy at every step."""
-        keys = np.asarray(keys, dtype=np.int64)
-        kept = self._derived.setdefault(name, {"params": np.zeros((0, *params.shape[1:]), params.dtype),
-                                               "valid": np.zeros(0, dtype=bool)})
-        need = int(keys.max(initial=-1)) + 1
-        if need > len(kept["valid"]):
-            size = max(need, 2 * len(kept["valid"]))
-            for field, a in kept.items():
-                kept[field] = _padded(a, size)
-        same = kept["valid"][keys] & (kept["params"][keys] == params).reshape(len(keys), -1).all(axis=1)
-        new = np.flatnonzero(~same)
-        if len(new):
-            fresh = compute(params[new])
-            if "values" not in kept:                                 # their shape, from the first
-                kept["values"] = np.zeros((len(kept["valid"]), *fresh.shape[1:]))
-            kept["params"][keys[new]], kept["values"][keys[new]], kept["valid"][keys[new]] = params[new], fresh, True
-        return kept["values"][keys] if gather else (kept["values"], keys)
 
 
 def window_tables(pulls: np.ndarray, scale: float) -> np.ndarray:
@@ -392,8 +383,16 @@ def keypoint_features(col: np.ndarray, row: np.ndarray, presence: np.ndarray) ->
 
 
 def _quadratic(f: np.ndarray) -> np.ndarray:
-    i, j = np.triu_indices(f.shape[1])
-    return np.concatenate([f, f[:, i] * f[:, j]], axis=1)
+    i, j = _pairs(f.shape[1])
+    out = np.empty((len(f), f.shape[1] + len(i)), dtype=f.dtype)
+    out[:, :f.shape[1]] = f
+    np.multiply(np.take(f, i, axis=1), np.take(f, j, axis=1), out=out[:, f.shape[1]:])
+    return out
+
+
+@functools.cache
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(n)
 
 
 class PongKeypointsPolicy(Policy):
@@ -522,11 +521,10 @@ class PongKeypointsPolicy(Policy):
             pulls = window_tables(pulls, self.pull_scale)
         elif self.pull_scale != 1.0:
             pulls = pulls * self.pull_scale
-        x = _frames(obs, self.motion)
+        obs = _check(obs)
         if self.conv == "blas":
-            return sparse_keypoints(x, filters, pulls)
-        obs = np.asarray(obs)
-        rows = len(x)
+            return sparse_keypoints(_frames(obs, self.motion), filters, pulls)
+        rows = len(obs)
         values = np.empty((rows, 3, self.keypoints, FRAMES))
         need = np.ones((rows, FRAMES), dtype=bool)
         if memo is not None:
@@ -539,9 +537,10 @@ class PongKeypointsPolicy(Policy):
             need[hit[:, None], older - 1] = False
         ri, fi = np.nonzero(need)
         if field is None:
-            col, row, presence = frame_keypoints(x[ri, fi], filters[ri], pulls[ri])
+            col, row, presence = frame_keypoints(_frames_at(obs, ri, fi, self.motion), filters[ri], pulls[ri])
         else:
-            col, row, presence = frame_keypoints(x[ri, fi], filters[ri], None, (field[0], field[1][ri]))
+            col, row, presence = frame_keypoints(_frames_at(obs, ri, fi, self.motion), filters[ri], None,
+                                                 (field[0], field[1][ri]))
         values[ri, :, :, fi] = np.stack([col, row, presence], axis=1)
         if memo is not None:
             memo.obs[keys] = obs

@@ -10,9 +10,9 @@ import pytest
 
 import es
 from es.errors import ESError
-from pong.keypoints import (FEATURES_PER_KEYPOINT, PULL_SCALE, VBN_CLIP, VBN_FLOOR, PongKeypointsPolicy, _frames,
-                            _quadratic, _unpack, dense_keypoints, frame_keypoints, keypoint_features,
-                            reference_batch, sparse_keypoints, window_tables)
+from pong.keypoints import (_EXP_ZERO, FEATURES_PER_KEYPOINT, PULL_SCALE, VBN_CLIP, VBN_FLOOR, PongKeypointsPolicy,
+                            _frames, _quadratic, _unpack, dense_keypoints, frame_keypoints, keypoint_features,
+                            reference_batch, sparse_keypoints, window_field, window_tables)
 from pong.plugin import validate_spec
 from pong.policy import BACKGROUND, make_pong_policy
 
@@ -343,6 +343,25 @@ def test_windows_equal_the_dense_softmax_and_depend_on_their_frame_alone(motion)
     for i in rng.choice(len(r), 20, replace=False):
         alone = frame_keypoints(x[r[i:i + 1], f[i:i + 1]], filters[r[i:i + 1]], tables[r[i:i + 1]])
         assert all(np.array_equal(a[0], t[i]) for a, t in zip(alone, together)), i
+
+
+def test_the_looked_up_field_gives_the_computed_one_bit_for_bit():
+    """``frame_keypoints`` with a memo's ``window_field`` (which skips the pixels where both
+    exponentials are 0: ``exact.exp`` is exactly 0 below ``_EXP_ZERO``) equals the same call
+    with the window tables, whose every exponential is computed, bit for bit."""
+    assert not es.exact.exp(np.array([np.nextafter(_EXP_ZERO, 0), _EXP_ZERO, -1e300, -np.inf])).any()
+    rng = np.random.default_rng(6)
+    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
+    obs[0, :3] = 0
+    policy = PongKeypointsPolicy(6, motion=True, conv="taps", pull="windows", pull_scale=PULL_SCALE)
+    params = policy.initial_params(0)[None] + rng.standard_normal((len(obs), policy.num_params)).astype(np.float32)
+    filters, raw = _unpack(policy.unflatten(params)[0][0], 6, policy.channels, 3)
+    tables = window_tables(raw, PULL_SCALE)
+    x = _frames(obs, True)
+    r, f = np.nonzero(np.ones(x.shape[:2], dtype=bool))
+    computed = frame_keypoints(x[r, f], filters[r], tables[r])
+    looked_up = frame_keypoints(x[r, f], filters[r], None, (window_field(tables), r))
+    assert all(np.array_equal(a, b) for a, b in zip(computed, looked_up))
 
 
 def test_windows_start_tiling_the_field_evenly_and_each_sees_its_own_stretch():
