@@ -321,20 +321,27 @@ def test_per_frame_sums_equal_the_dense_softmax_and_depend_on_their_frame_alone(
         assert all(np.array_equal(a[0], t[i]) for a, t in zip(alone, together)), i
 
 
+def windows_case(keypoints: int, motion: bool, rng):
+    """A windows policy (taps) with random members on game frames, two drawn rows and a reset
+    (3 empty frames): the policy, obs, params, its filters and window tables, ``_frames``, and
+    every (row, frame) as ``r, f``."""
+    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
+    obs[0, :3] = 0
+    policy = PongKeypointsPolicy(keypoints, motion=motion, conv="taps", pull="windows", pull_scale=PULL_SCALE)
+    params = policy.initial_params(0)[None] + rng.standard_normal((len(obs), policy.num_params)).astype(np.float32)
+    filters, raw = _unpack(policy.unflatten(params)[0][0], keypoints, policy.channels, 3)
+    x = _frames(obs, motion)
+    r, f = np.nonzero(np.ones(x.shape[:2], dtype=bool))
+    return policy, obs, params, filters, window_tables(raw, PULL_SCALE), x, r, f
+
+
 @pytest.mark.parametrize("motion", [False, True])
 def test_windows_equal_the_dense_softmax_and_depend_on_their_frame_alone(motion):
     """A windows policy's keypoints (``window_tables``: a window along the columns, a
     pull along the rows) are the dense softmax's under the same logits, per frame, bit for bit
     whatever else shares the batch."""
     rng = np.random.default_rng(5)
-    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
-    obs[0, :3] = 0
-    policy = PongKeypointsPolicy(4, motion=motion, conv="taps", pull="windows", pull_scale=PULL_SCALE)
-    params = policy.initial_params(0)[None] + rng.standard_normal((len(obs), policy.num_params)).astype(np.float32)
-    filters, raw = _unpack(policy.unflatten(params)[0][0], 4, policy.channels, 3)
-    tables = window_tables(raw, PULL_SCALE)
-    x = _frames(obs, motion)
-    r, f = np.nonzero(np.ones(x.shape[:2], dtype=bool))
+    policy, obs, params, filters, tables, x, r, f = windows_case(4, motion, rng)
     together = frame_keypoints(x[r, f], filters[r], tables[r])
     for got, want in zip(together, dense_keypoints(x, filters, tables)):
         assert np.allclose(got.reshape(len(obs), 4, 4).transpose(0, 2, 1), want, rtol=1e-9, atol=1e-9)
@@ -349,16 +356,9 @@ def test_the_looked_up_field_gives_the_computed_one_bit_for_bit():
     """``frame_keypoints`` with a memo's ``window_field`` (which skips the pixels where both
     exponentials are 0: ``exact.exp`` is exactly 0 below ``_EXP_ZERO``) equals the same call
     with the window tables, whose every exponential is computed, bit for bit."""
-    assert not es.exact.exp(np.array([np.nextafter(_EXP_ZERO, 0), _EXP_ZERO, -1e300, -np.inf])).any()
-    rng = np.random.default_rng(6)
-    obs = np.concatenate([game_frames(), drawn(lambda t: (10 + t, 20 - 2 * t), lambda t: (30 - t, 36), rows=2)])
-    obs[0, :3] = 0
-    policy = PongKeypointsPolicy(6, motion=True, conv="taps", pull="windows", pull_scale=PULL_SCALE)
-    params = policy.initial_params(0)[None] + rng.standard_normal((len(obs), policy.num_params)).astype(np.float32)
-    filters, raw = _unpack(policy.unflatten(params)[0][0], 6, policy.channels, 3)
-    tables = window_tables(raw, PULL_SCALE)
-    x = _frames(obs, True)
-    r, f = np.nonzero(np.ones(x.shape[:2], dtype=bool))
+    with np.errstate(over="ignore"):     # -1e300's reduction overflows on the way to its exact 0
+        assert not es.exact.exp(np.array([np.nextafter(_EXP_ZERO, 0), _EXP_ZERO, -1e300, -np.inf])).any()
+    _, _, _, filters, tables, x, r, f = windows_case(6, True, np.random.default_rng(6))
     computed = frame_keypoints(x[r, f], filters[r], tables[r])
     looked_up = frame_keypoints(x[r, f], filters[r], None, (window_field(tables), r))
     assert all(np.array_equal(a, b) for a, b in zip(computed, looked_up))
