@@ -202,7 +202,11 @@ def test_workers_compute_on_one_blas_thread_whatever_loky_allows(monkeypatch):
 
 def _slow_member(p, seed):
     import time
-    time.sleep(0.02)           # a simulator that waits (a socket, a subprocess): two workers halve it
+    # A simulator that waits (a socket, a subprocess): two workers halve it. 0.1 s a member makes
+    # a generation 1.6 s here against 0.8 s on two warm workers, a margin that a loaded 2-core
+    # machine's dispatch (0.2 s seen in CI at 0.02 s a member, where the two ways then timed
+    # within 5%) does not close, while the workers' start-up (about 1 s) would still close it.
+    time.sleep(0.1)
     return -float(np.sum(p ** 2))
 
 
