@@ -1,4 +1,5 @@
-"""The course: the build, planted student mistakes (each loses exactly its check's points), and a
+"""The course: the build, planted student mistakes (each loses exactly its check's points, in
+process on 50 seeds and through the real grader where ``graded_in_a_kernel``), and a
 grader that survives hanging checks and broken files. (The solutions' full marks and the blank
 notebooks' 0 with a message per check: test_class_gradebook's class of four.)"""
 import json
@@ -513,13 +514,32 @@ def planted(tmp_path, name, pairs, quick=False):
     return path
 
 
+# checks that train or start processes: their mistakes are graded in a kernel only, not 50 times in process
+NOT_IN_PROCESS = ("train_cartpole", "parallel_returns", "gather")
+
+
+def costs(mistake) -> set:
+    """The checks a mistake must cost: its own and those it also names."""
+    return {mistake[3], *(mistake[5] if len(mistake) > 5 else ())}
+
+
+def graded_in_a_kernel(i: int) -> bool:
+    """Is ``MISTAKES[i]`` graded by the real grader in a kernel? Every mistake that costs a check
+    which trains or starts processes, and the first mistake of every other check (the grader's
+    path from a student's cell to each check). The rest are held in process on 50 input seeds,
+    with the notebook's other checks passing (``test_each_planted_mistake_is_named_...``)."""
+    mistake = MISTAKES[i]
+    first = next(j for j, m in enumerate(MISTAKES) if m[3] == mistake[3])
+    return bool(costs(mistake) & set(NOT_IN_PROCESS)) or i == first
+
+
 def submissions(notebook):
-    """The mistakes in ``notebook`` packed into as few submissions as possible, never two on one
-    check (nor on a check that another mistake also costs): a student's notebook with several
-    mistakes, ``[{check taken}, [mistake index]]``."""
+    """The kernel-graded mistakes in ``notebook`` packed into as few submissions as possible,
+    never two on one check (nor on a check that another mistake also costs): a student's notebook
+    with several mistakes, ``[{check taken}, [mistake index]]``."""
     bins = []
     for i, (name, _, _, check, _, *also) in enumerate(MISTAKES):
-        if name != notebook:
+        if name != notebook or not graded_in_a_kernel(i):
             continue
         taken = {check, *(also[0] if also else ())}
         for b in bins:
@@ -563,7 +583,7 @@ def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.xdist_group(f"mistakes:{m[0]}"), id=f"{m[3]}:{m[4]}")
-                               for i, m in enumerate(MISTAKES)])
+                               for i, m in enumerate(MISTAKES) if graded_in_a_kernel(i)])
 def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming_it(tmp_path_factory, i):
     name, _, _, check, words, *also = MISTAKES[i]
     res, taken = graded_mistakes(name, tmp_path_factory)[i]
@@ -601,16 +621,13 @@ def test_broken_submissions_never_crash_the_grader(tmp_path):
         assert key in rows[0]
 
 
-# checks that train or start processes: graded once, above, not 50 times in process
-NOT_IN_PROCESS = ("train_cartpole", "parallel_returns", "gather")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", sorted({m[0] for m in MISTAKES if m[3] not in NOT_IN_PROCESS}))
 def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch, notebook):
     """The checks' inputs are fresh in every grading run, so a planted mistake must be caught,
     with its message, whatever the seed: 50 seeds each, run in this process on the course
-    sources (the slow checks, which train or start processes, are graded once above)."""
+    sources (the slow checks, which train or start processes, are graded in a kernel above).
+    And it costs only its own checks: the notebook's other checks pass beside it (seed 0)."""
     import contextlib
     import io
     from classroom import check
@@ -638,6 +655,18 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch,
             except check.CheckFailed as exc:
                 if words not in str(exc):
                     missed.append(f"{name_of_check} ({words}), seed {seed}: {exc}")
+        also = mistake[5] if len(mistake) > 5 else {}
+        for other in checks_for(name):
+            if other == name_of_check or other in NOT_IN_PROCESS or grades_a_run(other):
+                continue
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    getattr(check, other)(*[namespace[n] for n in CHECKS[other][3]], seed=0)
+                if other in also:
+                    missed.append(f"{name_of_check} ({words}): {other} passed; it should cost it too")
+            except check.CheckFailed as exc:
+                if other not in also or also[other] not in str(exc):
+                    missed.append(f"{name_of_check} ({words}) also cost {other}: {exc}")
     assert not missed, "\n".join(missed[:20])
 
 
