@@ -41,11 +41,11 @@ def test_generated_notebooks_carry_valid_nbgrader_metadata_worth_the_graders_poi
     assert all(m["locked"] for c, m in zip(nb.cells, meta) if not m["grade"] and not m["solution"] and c not in answers)
 
 
-# Each notebook of the round trip, with a mistake on one of its checks for the second student.
+# The notebook of the round trip, with a mistake on one of its checks for the second student:
+# 00, whose gradings take the least time (02's took twice as long: it trains with joblib); the
+# metadata test above holds every notebook's points to the grader's.
 ROUND_TRIP = {
     "00_es_from_scratch": ("return ranks / (len(x) - 1) - 0.5", "return ranks / (len(x) - 1)"),
-    "02_parallel": ("return np.random.default_rng([seed, generation, member]).standard_normal(dim)",
-                    "return np.random.default_rng(seed + generation + member).standard_normal(dim)"),
 }
 
 
