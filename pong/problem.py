@@ -22,9 +22,10 @@ from .policy import make_pong_policy
 
 
 class PongProblem(Problem):
-    # Episodes queue for game slots, so small chunks cost nothing but a dispatch, and a worker
-    # that finishes early takes the next chunk instead of idling while the other plays its
-    # longest game: chunks shrink towards the end of a generation (es.parallel.guided_bounds).
+    # Episodes queue for game slots, so small chunks cost little but a dispatch (not so for a
+    # keypoints policy: __init__), and a worker that finishes early takes the next chunk instead
+    # of idling while the other plays its longest game: chunks shrink towards the end of a
+    # generation (es.parallel.guided_bounds).
     chunks_per_worker = 4
 
     def __init__(self, policy: dict | None = None, max_steps: int = 1000, num_envs: int = 32,
@@ -37,6 +38,12 @@ class PongProblem(Problem):
         (notebook 04's ``batched_policy``)."""
         self.policy_spec = dict(policy or {"type": "pong_dense", "band": 6, "hidden": []})
         self.policy = make_pong_policy(self.policy_spec)
+        if isinstance(self.policy, PongKeypointsPolicy):
+            # Not for a keypoints policy: its forward pass costs ~0.3 ms a call whatever the batch
+            # (some 340 small NumPy operations), paid at every step of every chunk, and guided
+            # chunks give each of 2 workers 5 (16, 8, 4, 2, 2 members at population 64): 13% of
+            # the shipped pixel agent's 2-worker generation (issue 52). One chunk per worker.
+            self.chunks_per_worker = 1
         if head is not None:
             if self.policy_spec.get("type") != "pong_dense" or self.policy_spec.get("hidden"):
                 raise ValueError("head= replaces the read-out of the linear dense policy only")
