@@ -39,10 +39,11 @@ class PongProblem(Problem):
         self.policy_spec = dict(policy or {"type": "pong_dense", "band": 6, "hidden": []})
         self.policy = make_pong_policy(self.policy_spec)
         if isinstance(self.policy, PongKeypointsPolicy):
-            # Not for a keypoints policy: its forward pass costs ~0.3 ms a call whatever the batch
-            # (some 340 small NumPy operations), paid at every step of every chunk, and guided
-            # chunks give each of 2 workers 5 (16, 8, 4, 2, 2 members at population 64): 13% of
-            # the shipped pixel agent's 2-worker generation (issue 52). One chunk per worker.
+            # One chunk per worker (an even cut, as for a batched problem): a keypoints policy's
+            # forward pass has a fixed cost per call that each chunk pays at each of its steps,
+            # and guided chunks are small (2 to 16 members at population 64 on 2 workers). The
+            # shipped pixel agent's 2-worker generations took 12.60 and 14.67 s this way against
+            # 13.83 and 17.41 s in guided chunks, with the same returns (docs/runs/issue52-pixel).
             self.chunks_per_worker = 1
         if head is not None:
             if self.policy_spec.get("type") != "pong_dense" or self.policy_spec.get("hidden"):

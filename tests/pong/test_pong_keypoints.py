@@ -476,3 +476,21 @@ def test_training_is_bit_identical_on_one_process_and_on_two_workers(conv, pull,
         runs.append(es.train(cfg, final_eval=False))
     assert np.array_equal(runs[0].center, runs[1].center)
     assert [m["center_return"] for m in runs[0].metrics] == [m["center_return"] for m in runs[1].metrics]
+
+
+def test_a_keypoints_policy_plays_one_chunk_per_worker_a_dense_one_guided_chunks():
+    """The keypoints forward pass has a fixed cost per call that every chunk pays at each step,
+    so its generations are cut evenly, one chunk per worker; the dense policy's stay guided."""
+    from es.parallel import ParallelEvaluator
+    from pong.problem import PongProblem
+    for policy, want in (({"type": "pong_keypoints"}, [(0, 32), (32, 64)]), (None, None)):
+        problem = PongProblem(policy)
+        ev = ParallelEvaluator(problem, workers=2, adaptive=False)
+        try:
+            bounds = ev.bounds(64)
+        finally:
+            ev.close()
+        if want is not None:
+            assert problem.chunks_per_worker == 1 and bounds == want, bounds
+        else:
+            assert problem.chunks_per_worker == 4 and ev.guided and len(bounds) > 2, bounds
