@@ -538,10 +538,10 @@ def submissions(notebook):
     never two on one check (nor on a check that another mistake also costs): a student's notebook
     with several mistakes, ``[{check taken}, [mistake index]]``."""
     bins = []
-    for i, (name, _, _, check, _, *also) in enumerate(MISTAKES):
-        if name != notebook or not graded_in_a_kernel(i):
+    for i, mistake in enumerate(MISTAKES):
+        if mistake[0] != notebook or not graded_in_a_kernel(i):
             continue
-        taken = {check, *(also[0] if also else ())}
+        taken = costs(mistake)
         for b in bins:
             if not b[0] & taken:
                 b[0].update(taken)
