@@ -192,11 +192,11 @@ def one_member_per_chunk_after_an_honest_first(told: list):
 
 @pytest.mark.slow
 def test_an_honest_first_then_one_lie_per_chunk_is_caught_in_the_generation_it_is_told(server):
-    """CartPole, population 256, 12 generations, two honest workers and the liar. A +100 lifts
+    """CartPole, population 256, 6 generations, two honest workers and the liar. A +100 lifts
     the member to the top rank, which is replayed before the update: the liar is banned in the
     generation of its first lie, no lie is used, and the run equals the single-process run
     (without the replay of the extreme ranks, such lies reached the update unseen)."""
-    generations = 12
+    generations = 6
     cfg = es.config_for("cartpole", seed=2, generations=generations, population=256, reward_goal=1e9)
     told: list = []
     liar = one_member_per_chunk_after_an_honest_first(told)
