@@ -518,9 +518,15 @@ def planted(tmp_path, name, pairs, quick=False):
 NOT_IN_PROCESS = ("train_cartpole", "parallel_returns", "gather")
 
 
+def also_costs(mistake) -> dict:
+    """The other checks a mistake must cost, each with words its message must hold (a row's
+    optional sixth field)."""
+    return mistake[5] if len(mistake) > 5 else {}
+
+
 def costs(mistake) -> set:
     """The checks a mistake must cost: its own and those it also names."""
-    return {mistake[3], *(mistake[5] if len(mistake) > 5 else ())}
+    return {mistake[3], *also_costs(mistake)}
 
 
 def graded_in_a_kernel(i: int) -> bool:
@@ -585,10 +591,10 @@ def test_there_are_at_least_25_planted_mistakes_covering_every_function_check():
 @pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.xdist_group(f"mistakes:{m[0]}"), id=f"{m[3]}:{m[4]}")
                                for i, m in enumerate(MISTAKES) if graded_in_a_kernel(i)])
 def test_a_planted_mistake_costs_exactly_its_checks_points_with_a_message_naming_it(tmp_path_factory, i):
-    name, _, _, check, words, *also = MISTAKES[i]
+    name, _, _, check, words, *_ = MISTAKES[i]
     res, taken = graded_mistakes(name, tmp_path_factory)[i]
     rows = {r["name"]: r for r in res["checks"]}
-    for c, w in {check: words, **(also[0] if also else {})}.items():
+    for c, w in {check: words, **also_costs(MISTAKES[i])}.items():
         assert rows[c]["points"] == 0 and w in rows[c]["message"], rows[c]
     # the other mistakes of the submission cost their own checks; every check no mistake touched scores
     others = sum(r["max"] for r in res["checks"] if r["name"] not in RUNS | taken)
@@ -670,7 +676,7 @@ def test_each_planted_mistake_is_named_on_50_input_seeds_in_process(monkeypatch,
             except check.CheckFailed as exc:
                 if words not in str(exc):
                     missed.append(f"{name_of_check} ({words}), seed {seed}: {exc}")
-        also = mistake[5] if len(mistake) > 5 else {}
+        also = also_costs(mistake)
         for other in checks_for(name):
             if other == name_of_check or other in NOT_IN_PROCESS or grades_a_run(other):
                 continue
