@@ -118,11 +118,33 @@ def code_ratio(rounds: int = 5, games: int = 8, cap: int = 1500) -> dict:
             "ratio": round(per["notebook"] / per["reference"], 3)}
 
 
+def ablation(pairs) -> dict:
+    """``["sigma=0.1", ...]`` -> ``{"sigma": 0.1}``, each value of its field's type; an unknown
+    name or a value of the wrong type is refused with the names there are."""
+    from dataclasses import fields
+    from pong.student import StudentConfig
+    types = {f.name: f.type for f in fields(StudentConfig) if f.name != "seed"}
+    out = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name not in types or not value:
+            raise SystemExit(f"--set {pair}: expected NAME=VALUE with NAME one of {', '.join(types)}")
+        try:
+            out[name] = {"int": int, "float": float}[types[name]](value)
+        except ValueError:
+            raise SystemExit(f"--set {pair}: {name} takes {'an integer' if types[name] == 'int' else 'a number'}") from None
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--students", nargs="+", default=["ada", "alan", "grace", "edsger", "barbara", "student-2",
                                                       "linus", "hopper"])
     ap.add_argument("--budget", type=float, default=45.0, help="minutes of training before giving up on one")
+    ap.add_argument("--generations", type=int, default=None,
+                    help="at most this many generations (a budget that does not depend on how busy the machine is)")
+    ap.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="a setting of pong.student.StudentConfig other than the course's (an ablation), e.g. sigma=0.1")
     ap.add_argument("--code", choices=("notebook", "reference"), default="notebook",
                     help="the notebook's answer cells (default) or the reference in pong.env")
     ap.add_argument("--keep", type=Path, default=None, help="keep the run directories under this folder")
@@ -140,12 +162,16 @@ def main():
         code = notebook_code()
     else:
         from pong.replay import REFERENCE as code
+    settings = ablation(args.set)
+    if args.generations:
+        settings["generations"] = args.generations
     found = []
     for sid in args.students:
         root = Path(tempfile.mkdtemp(prefix="pong-student-")) if args.keep is None else args.keep
         t0, load = time.perf_counter(), LoadSampler()
+        config = student_config(sid, **settings)
         verdict, minutes, gens = train_until_beats_random(sid, root / sid, code, budget_minutes=args.budget,
-                                                          progress=False)
+                                                          progress=False, config=config)
         cell, load = time.perf_counter() - t0, load.stop()
         trained = (root / sid / "checkpoint.npz").exists()      # not after --budget 0
         clock = run_minutes(root / sid) if trained else {"wall": 0.0, "train": 0.0}
@@ -153,8 +179,11 @@ def main():
         t1 = time.perf_counter()
         graded = beats_random(code, np.load(root / sid / "checkpoint.npz")["center"],
                               first_seed=GRADER_SEEDS) if ok else None
-        row = {"benchmark": "pong_student", "code": args.code, "student": sid, "seed": student_config(sid).seed,
-               "cpus": len(os.sched_getaffinity(0)), "beats_random": ok, "generations": gens,
+        rows = pong.student.read_metrics(root / sid)
+        row = {"benchmark": "pong_student", "code": args.code, "student": sid, "seed": config.seed,
+               "settings": ablation(args.set), "cpus": len(os.sched_getaffinity(0)), "beats_random": ok,
+               "generations": gens,
+               "env_steps": sum(r["env_steps"] for r in rows),
                "wall_minutes": round(clock["wall"], 2), "train_minutes": round(minutes, 2),
                "cell_minutes": round(cell / 60, 2), **load,
                "release": str(args.release) if args.release else None, "loop": pong.student.__file__,

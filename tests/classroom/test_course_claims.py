@@ -220,6 +220,26 @@ def test_the_kit_benchmark_refuses_a_folder_that_is_not_a_release(tmp_path):
     assert out.returncode != 0 and f"not from the release {tmp_path}" in out.stderr, out.stderr[-2000:]
 
 
+def test_the_benchmark_runs_an_ablation_under_its_own_settings_and_refuses_an_unknown_one(tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    out = run_benchmark("--students", "ada", "--set", "sigma=0.1", "population=32", "--generations", "7",
+                        "--budget", "0", "--keep", str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = json.loads(out.stdout.splitlines()[0])
+    assert row["settings"] == {"sigma": 0.1, "population": 32} and row["env_steps"] == 0
+    saved = json.loads((tmp_path / "ada" / "config.json").read_text())     # the run itself holds them
+    assert (saved["sigma"], saved["population"], saved["generations"]) == (0.1, 32, 7)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))                  # its _common
+    spec = importlib.util.spec_from_file_location("pong_student_benchmark", ROOT / "benchmarks" / "pong_student.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    for bad, words in (("sigmaa=0.1", "NAME one of population, sigma"), ("population=1.5", "population takes an integer"),
+                       ("seed=3", "NAME one of")):
+        with pytest.raises(SystemExit, match=words):
+            benchmark.ablation([bad])
+
+
 # ---------------------------------------------------------------- every number a student reads
 import course_numbers as numbers       # noqa: E402  (tests/classroom is on sys.path)
 
