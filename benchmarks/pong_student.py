@@ -118,6 +118,20 @@ def code_ratio(rounds: int = 5, games: int = 8, cap: int = 1500) -> dict:
             "ratio": round(per["notebook"] / per["reference"], 3)}
 
 
+def start_signs(rows: list[dict]) -> dict:
+    """What the start of a run looked like, from its record: ``gate_generation``, the first
+    generation after which the loop's gate was open (the population's mean over the last 5
+    generations above -20; the rule is applied at the next multiple of ``check_every``), and
+    ``floor_share_g0_9``, the share of members over generations 0-9 whose fitness was their
+    generation's lowest: every one of them lost 21:0 in the shortest game of the generation (tied
+    at the minimum), the members that gave the update nothing to tell apart."""
+    means = [r["pop_mean"] for r in rows]
+    gate = next((g + 1 for g in range(4, len(means)) if np.mean(means[g - 4:g + 1]) > -20.0), None)
+    first = [np.asarray(r["returns"]) for r in rows[:10]]
+    floor = float(np.mean([(f == f.min()).mean() for f in first])) if first else None
+    return {"gate_generation": gate, "floor_share_g0_9": None if floor is None else round(floor, 3)}
+
+
 def ablation(pairs) -> dict:
     """``["sigma=0.1", ...]`` -> ``{"sigma": 0.1}``, each value of its field's type; an unknown
     name or a value of the wrong type is refused with the names there are."""
@@ -183,7 +197,7 @@ def main():
         row = {"benchmark": "pong_student", "code": args.code, "student": sid, "seed": config.seed,
                "settings": ablation(args.set), "cpus": len(os.sched_getaffinity(0)), "beats_random": ok,
                "generations": gens,
-               "env_steps": sum(r["env_steps"] for r in rows),
+               "env_steps": sum(r["env_steps"] for r in rows), **start_signs(rows),
                "wall_minutes": round(clock["wall"], 2), "train_minutes": round(minutes, 2),
                "cell_minutes": round(cell / 60, 2), **load,
                "release": str(args.release) if args.release else None, "loop": pong.student.__file__,
