@@ -238,6 +238,11 @@ def test_the_benchmark_runs_an_ablation_under_its_own_settings_and_refuses_an_un
                        ("seed=3", "NAME one of")):
         with pytest.raises(SystemExit, match=words):
             benchmark.ablation([bad])
+    # how a run started, read off its record: the kit's linus run (committed) opened the loop's gate
+    # after generation 20 and was checked, and passed, at 25
+    linus = [json.loads(line) for line in (ROOT / "docs/runs/pong-student-release/linus-metrics.jsonl").open()]
+    assert benchmark.start_signs(linus) == {"gate_generation": 21, "floor_share_g0_9": 0.286}
+    assert benchmark.start_signs([]) == {"gate_generation": None, "floor_share_g0_9": None}
 
 
 # ---------------------------------------------------------------- every number a student reads
