@@ -57,6 +57,10 @@ from pong.student import StudentCode, beats_random, run_minutes, student_config,
 GRADER_SEEDS = 1_000_000
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = ("downsample", "stack_frames", "batched_policy", "es_step")
+# The distribution's identifiers: the 8 of the quiet table of 2026-11-25 (docs/benchmarks.md), then 12 more
+STUDENTS = ("ada", "alan", "grace", "edsger", "barbara", "student-2", "linus", "hopper",
+            "ken", "dennis", "margaret", "niklaus", "frances", "john", "donald", "leslie", "tony", "radia", "guido",
+            "bjarne")
 
 
 def notebook_code(source: Path = ROOT / "source" / "04_pong.py") -> StudentCode:
@@ -152,8 +156,7 @@ def ablation(pairs) -> dict:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--students", nargs="+", default=["ada", "alan", "grace", "edsger", "barbara", "student-2",
-                                                      "linus", "hopper"])
+    ap.add_argument("--students", nargs="+", default=list(STUDENTS), help="identifiers (default: the 20 of STUDENTS)")
     ap.add_argument("--budget", type=float, default=45.0, help="minutes of training before giving up on one")
     ap.add_argument("--generations", type=int, default=None,
                     help="at most this many generations (a budget that does not depend on how busy the machine is)")
