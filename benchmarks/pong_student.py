@@ -215,7 +215,7 @@ def main():
                "grader_minutes": round((time.perf_counter() - t1) / 60, 2) if graded else None}
         print(json.dumps(row), flush=True)
         good = ok and graded.beats_random
-        found.append((clock["wall"], minutes) if good else (float("inf"), float("inf")))
+        found.append((clock["wall"], minutes, row["env_steps"], gens) if good else (float("inf"),) * 4)
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -223,11 +223,15 @@ def main():
         med, worst = statistics.median(values), max(values)
         return [round(v, 2) if v != float("inf") else None for v in (med, worst)]
 
-    (wall_med, wall_max), (train_med, train_max) = summary([w for w, _ in found]), summary([t for _, t in found])
-    print(json.dumps({"benchmark": "pong_student", "code": args.code, "students": len(found),
-                      "budget_minutes": args.budget, "median_wall_minutes": wall_med, "max_wall_minutes": wall_max,
+    # an identifier that did not pass counts as infinitely slow: the median and maximum say so (null)
+    (wall_med, wall_max), (train_med, train_max), (steps_med, steps_max), (gens_med, gens_max) = (
+        summary([f[i] for f in found]) for i in range(4))
+    print(json.dumps({"benchmark": "pong_student", "code": args.code, "settings": ablation(args.set), "students": len(found),
+                      "budget_minutes": args.budget, "budget_generations": args.generations, "median_wall_minutes": wall_med, "max_wall_minutes": wall_max,
                       "median_train_minutes": train_med, "max_train_minutes": train_max,
-                      "passed": sum(w != float("inf") for w, _ in found)}), flush=True)
+                      "median_env_steps": steps_med, "max_env_steps": steps_max,
+                      "median_generations": gens_med, "max_generations": gens_max,
+                      "passed": sum(f[0] != float("inf") for f in found)}), flush=True)
 
 
 if __name__ == "__main__":
