@@ -1,0 +1,25 @@
+"""Which of a run's saved centers already beat random by the notebook's rule (seeds 0..19, then the
+confirmation set the loop would use at that check), whatever the gate that decides when the loop checks.
+From the repository root, on a run kept by ``benchmarks/pong_student.py --keep DIR``:
+
+    python docs/runs/issue52-student/gate_check.py DIR/ID 10 15 20 25
+"""
+import json, sys
+sys.path.insert(0, "benchmarks")
+sys.argv, args = sys.argv[:1], sys.argv[1:]
+import importlib.util
+spec = importlib.util.spec_from_file_location("ps", "benchmarks/pong_student.py"); ps = importlib.util.module_from_spec(spec); spec.loader.exec_module(ps)
+import numpy as np
+from pong.student import beats_random, CONFIRM_SEEDS, GAMES, read_metrics
+code = ps.notebook_code()
+run, gens = args[0], [int(g) for g in args[1:]]
+centers = np.load(f"{run}/centers.npy")
+rows = read_metrics(run)
+for g in gens:
+    v = beats_random(code, centers[g], 0, n_jobs=2)
+    c = beats_random(code, centers[g], CONFIRM_SEEDS + GAMES * (g // 5), n_jobs=2) if v.beats_random else None
+    recent = rows[max(0, g - 5):g]
+    print(json.dumps({"run": run, "generation": g, "pop_mean_5": round(float(np.mean([r["pop_mean"] for r in recent])), 3),
+                      "center_5": round(float(np.mean([r["center_return"] for r in recent])), 3),
+                      "rule": v.beats_random, "agent": v.agent_mean, "agent_ci": [round(x, 2) for x in v.agent_ci],
+                      "confirm": None if c is None else c.beats_random, "confirm_agent": None if c is None else c.agent_mean}), flush=True)
