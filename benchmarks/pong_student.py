@@ -179,9 +179,8 @@ def main():
         code = notebook_code()
     else:
         from pong.replay import REFERENCE as code
-    settings = ablation(args.set)
-    if args.generations:
-        settings["generations"] = args.generations
+    chosen = ablation(args.set)         # what the lines call settings: the ablation, not the budget
+    settings = {**chosen, **({"generations": args.generations} if args.generations else {})}
     found = []
     for sid in args.students:
         root = Path(tempfile.mkdtemp(prefix="pong-student-")) if args.keep is None else args.keep
@@ -198,7 +197,7 @@ def main():
                               first_seed=GRADER_SEEDS) if ok else None
         rows = pong.student.read_metrics(root / sid)
         row = {"benchmark": "pong_student", "code": args.code, "student": sid, "seed": config.seed,
-               "settings": ablation(args.set), "cpus": len(os.sched_getaffinity(0)), "beats_random": ok,
+               "settings": chosen, "cpus": len(os.sched_getaffinity(0)), "beats_random": ok,
                "generations": gens,
                "env_steps": sum(r["env_steps"] for r in rows), **start_signs(rows),
                "wall_minutes": round(clock["wall"], 2), "train_minutes": round(minutes, 2),
@@ -226,8 +225,9 @@ def main():
     # an identifier that did not pass counts as infinitely slow: the median and maximum say so (null)
     (wall_med, wall_max), (train_med, train_max), (steps_med, steps_max), (gens_med, gens_max) = (
         summary([f[i] for f in found]) for i in range(4))
-    print(json.dumps({"benchmark": "pong_student", "code": args.code, "settings": ablation(args.set), "students": len(found),
-                      "budget_minutes": args.budget, "budget_generations": args.generations, "median_wall_minutes": wall_med, "max_wall_minutes": wall_max,
+    print(json.dumps({"benchmark": "pong_student", "code": args.code, "settings": chosen, "students": len(found),
+                      "budget_minutes": args.budget, "budget_generations": args.generations,
+                      "median_wall_minutes": wall_med, "max_wall_minutes": wall_max,
                       "median_train_minutes": train_med, "max_train_minutes": train_max,
                       "median_env_steps": steps_med, "max_env_steps": steps_max,
                       "median_generations": gens_med, "max_generations": gens_max,

@@ -4,13 +4,19 @@ From the repository root, on a run kept by ``benchmarks/pong_student.py --keep D
 
     python docs/runs/issue52-student/gate_check.py DIR/ID 10 15 20 25
 """
-import json, sys
+import importlib.util
+import json
+import sys
+
+import numpy as np
+
 sys.path.insert(0, "benchmarks")
 sys.argv, args = sys.argv[:1], sys.argv[1:]
-import importlib.util
-spec = importlib.util.spec_from_file_location("ps", "benchmarks/pong_student.py"); ps = importlib.util.module_from_spec(spec); spec.loader.exec_module(ps)
-import numpy as np
-from pong.student import beats_random, CONFIRM_SEEDS, GAMES, read_metrics
+spec = importlib.util.spec_from_file_location("ps", "benchmarks/pong_student.py")
+ps = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ps)
+from pong.student import CONFIRM_SEEDS, GAMES, beats_random, read_metrics  # noqa: E402
+
 code = ps.notebook_code()
 run, gens = args[0], [int(g) for g in args[1:]]
 centers = np.load(f"{run}/centers.npy")
@@ -19,7 +25,9 @@ for g in gens:
     v = beats_random(code, centers[g], 0, n_jobs=2)
     c = beats_random(code, centers[g], CONFIRM_SEEDS + GAMES * (g // 5), n_jobs=2) if v.beats_random else None
     recent = rows[max(0, g - 5):g]
-    print(json.dumps({"run": run, "generation": g, "pop_mean_5": round(float(np.mean([r["pop_mean"] for r in recent])), 3),
+    print(json.dumps({"run": run, "generation": g,
+                      "pop_mean_5": round(float(np.mean([r["pop_mean"] for r in recent])), 3),
                       "center_5": round(float(np.mean([r["center_return"] for r in recent])), 3),
                       "rule": v.beats_random, "agent": v.agent_mean, "agent_ci": [round(x, 2) for x in v.agent_ci],
-                      "confirm": None if c is None else c.beats_random, "confirm_agent": None if c is None else c.agent_mean}), flush=True)
+                      "confirm": None if c is None else c.beats_random,
+                      "confirm_agent": None if c is None else c.agent_mean}), flush=True)
