@@ -4,20 +4,18 @@ From the repository root, on a run kept by ``benchmarks/pong_student.py --keep D
 
     python docs/runs/issue52-student/gate_check.py DIR/ID 10 15 20 25
 """
-import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, "benchmarks")
-sys.argv, args = sys.argv[:1], sys.argv[1:]
-spec = importlib.util.spec_from_file_location("ps", "benchmarks/pong_student.py")
-ps = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ps)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+import pong_student as benchmark  # noqa: E402
 from pong.student import CONFIRM_SEEDS, GAMES, beats_random, read_metrics  # noqa: E402
 
-code = ps.notebook_code()
+args = sys.argv[1:]
+code = benchmark.notebook_code()
 run, gens = args[0], [int(g) for g in args[1:]]
 centers = np.load(f"{run}/centers.npy")
 rows = read_metrics(run)

@@ -13,16 +13,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "benchmarks"))
-sys.argv = sys.argv[:1]
-import importlib.util  # noqa: E402
-
-spec = importlib.util.spec_from_file_location("ps", HERE.parents[2] / "benchmarks" / "pong_student.py")
-ps = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ps)
+import pong_student as benchmark  # noqa: E402
 from pong.student import read_metrics, student_config, train_until_beats_random  # noqa: E402
 
 run = Path(tempfile.mkdtemp()) / "hopper"
-train_until_beats_random("hopper", run, ps.notebook_code(), progress=False,
+train_until_beats_random("hopper", run, benchmark.notebook_code(), progress=False,
                          config=student_config("hopper", sigma=0.05, learning_rate=0.005, generations=4))
 other = [json.loads(line) for line in (HERE / "hopper-sigma0.1-metrics.jsonl").open()][:4]
 for a, b in zip(read_metrics(run), other):
