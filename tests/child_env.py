@@ -16,7 +16,8 @@ def subprocess_env(**extra) -> dict:
     return {**os.environ, "PATH": path, "PYTHONPATH": pythonpath, "PYTHON": sys.executable, **extra}
 
 
-def _have(feature: str) -> bool:
+def has_cpu_feature(feature: str) -> bool:
+    """Whether NumPy found this feature (its name, as in ``__cpu_features__``) on this CPU."""
     from numpy._core._multiarray_umath import __cpu_features__
     return bool(__cpu_features__.get(feature))
 
@@ -25,8 +26,8 @@ def emulated_cpus() -> list[dict]:
     """Environments of three other x86-64 PCs, as far as this CPU can pretend: another OpenBLAS
     kernel each (``OPENBLAS_CORETYPE``); NumPy without AVX-512, and without AVX2 as well
     (``NPY_DISABLE_CPU_FEATURES``, where this CPU has them)."""
-    no_v4 = " ".join(f for f in ("AVX512_SPR", "AVX512_ICL", "X86_V4") if _have(f))
-    no_v3 = " ".join(f for f in ("AVX512_SPR", "AVX512_ICL", "X86_V4", "X86_V3") if _have(f))
+    no_v4 = " ".join(f for f in ("AVX512_SPR", "AVX512_ICL", "X86_V4") if has_cpu_feature(f))
+    no_v3 = " ".join(f for f in ("AVX512_SPR", "AVX512_ICL", "X86_V4", "X86_V3") if has_cpu_feature(f))
     return [{"OPENBLAS_CORETYPE": "Sandybridge"},
             {"OPENBLAS_CORETYPE": "Haswell", **({"NPY_DISABLE_CPU_FEATURES": no_v4} if no_v4 else {})},
             {"OPENBLAS_CORETYPE": "Zen", **({"NPY_DISABLE_CPU_FEATURES": no_v3} if no_v3 else {})}]
