@@ -155,11 +155,14 @@ def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
     """Updates from ``center``, one per (noise, fitness) pair, the state carried over
     (``pong.replay.reference_es_step``, what the grader's replay holds a run to), and each
     mistake the check names, as the same updates: the center after each update, one row each."""
+    fitnesses = [np.asarray(f, dtype=np.float64) for f in fitnesses]
+    ranked = [es_centered_ranks(f, dtype=np.float64) for f in fitnesses]     # once, not once per mistake
+
     def run(step, carry=True, **mistake):
         c, state, out = np.asarray(center, dtype=np.float64), None, []
-        for noise, fitness in zip(noises, fitnesses):
-            c, state = step(c, np.asarray(noise), np.asarray(fitness, dtype=np.float64), state if carry else None,
-                            sigma, lr, weight_decay, **mistake)
+        for noise, fitness, w in zip(noises, fitnesses, ranked):
+            c, state = step(c, np.asarray(noise), fitness, state if carry else None, sigma, lr, weight_decay,
+                            **mistake, **({"ranked": w} if step is _mistaken else {}))
             out.append(c)
         return np.stack(out)
     return {"right": run(reference_es_step), "raw_fitness": run(_mistaken, raw=True),
@@ -172,12 +175,17 @@ def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
 
 
 def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_score=False, no_sigma=False,
-              decay_sign=-1.0, no_bias=False, sign=1.0, ties_apart=False, pairs=False, amsgrad=False, inside=False):
+              decay_sign=-1.0, no_bias=False, sign=1.0, ties_apart=False, pairs=False, amsgrad=False, inside=False,
+              ranked=None):
     """One update with one mistake switched on (``pairs``: the noise read as mirrored pairs, OpenAI's
     starter's form, ``noise[0::2]`` weighed by ``w[0::2] - w[1::2]``; ``amsgrad``: ``v`` never
     decreases; ``inside``: epsilon inside the square root). The ranks exact in float64, as a student
-    computes them: float32 ranks would leave a gradient of about 1e-7 where a mistake's is 0."""
-    w = fitness - fitness.mean() if raw else centered_ranks(fitness)["right"]
+    computes them: float32 ranks would leave a gradient of about 1e-7 where a mistake's is 0
+    (``ranked``: the fitness's centered ranks, where the caller has them already)."""
+    if raw:
+        w = fitness - fitness.mean()
+    else:
+        w = ranked if ranked is not None else es_centered_ranks(fitness, dtype=np.float64)
     if z_score:
         w = (fitness - fitness.mean()) / fitness.std()
     if ties_apart:                 # ranks from a stable argsort: tied members get different ranks
@@ -291,7 +299,13 @@ def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
     ``classroom.cartpole_workers.pair_noise``, z-scores of the whole population, one SGD step,
     float32); and the same run with each mistake the check names (``no_epsilon``: z-scores
     without the ``+ 1e-8``)."""
-    from .cartpole_workers import pair_noise
+    from .cartpole_workers import pair_noise as draw_pair_noise
+    drawn: dict = {}
+
+    def pair_noise(seed_, g, n, d):      # the nine runs draw the same noise: draw it once (a copy each)
+        if (seed_, g, n, d) not in drawn:
+            drawn[seed_, g, n, d] = draw_pair_noise(seed_, g, n, d)
+        return drawn[seed_, g, n, d].copy()
 
     def run(noise_of=lambda g, n, d: pair_noise(seed, g, n, d), shape="z", divide=True, epsilon=1e-8):
         c, out = np.asarray(center, dtype=np.float32), []
