@@ -230,7 +230,7 @@ def first_unreadable(roots, descend=None, limit: int = 400_000) -> str | None:
     under those of them in ``descend`` (default: all), that a uid other than its owner's and
     group's cannot read, by its mode bits; None when every one can. The folders above each
     root do not count: the sandbox's own are open."""
-    from .sandbox import HIDE
+    from .sandbox import HIDE, compiled_folders
     seen = 0
     descend = {str(p) for p in (roots if descend is None else descend)}
     for root in map(str, roots):
@@ -240,7 +240,7 @@ def first_unreadable(roots, descend=None, limit: int = 400_000) -> str | None:
             return root
         if not os.path.isdir(root) or root not in descend:
             continue
-        skip = {os.path.join(root, h) for h in HIDE}
+        skip = {os.path.join(root, h) for h in HIDE} | set(compiled_folders(Path(root), HIDE, make=False))   # hidden from the kernel
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in skip]
             for name in dirnames + filenames:

@@ -281,6 +281,30 @@ def plan_binds(binds, hidden=(), secret=()) -> tuple[list, list]:
     return out, hide
 
 
+def compiled_folders(support_path: Path, hide=HIDE, make: bool = True) -> list[str]:
+    """The ``__pycache__`` folder beside each hidden module: its ``.pyc`` is that module's code,
+    as readable as the source (an instructor's checkout writes one the first time the grader
+    imports the answer key). Made where missing, so that a ``.pyc`` written while a kernel runs
+    lands under the empty folder that covers it, not beside it; where the grader cannot make it,
+    no process of the grader's can write a ``.pyc`` there either (``make=False``: only the
+    folders there now)."""
+    out = []
+    for h in hide:
+        module = Path(support_path, h)
+        if module.suffix != ".py" or not module.is_file():
+            continue
+        cache = module.parent / "__pycache__"
+        try:
+            if make and not cache.exists():
+                cache.mkdir()
+                os.chmod(cache, 0o755)        # as the checkout's folders are, whatever the grader's umask
+        except OSError:
+            pass
+        if cache.is_dir() and str(cache) not in out:
+            out.append(str(cache))
+    return out
+
+
 def kernel_spec(folder: Path, *, uid: int | None, support_path: Path, workdir_src: Path, workdir: str,
                 probe_dir: Path, hide=HIDE, env: dict | None = None, extra_binds=(), backend: str = "namespaces",
                 secret=()) -> str:
@@ -289,7 +313,7 @@ def kernel_spec(folder: Path, *, uid: int | None, support_path: Path, workdir_sr
     name. ``workdir_src`` (owned by ``uid``) appears as ``workdir``; ``secret``: folders the
     kernel must not see even where they lie inside a bound one."""
     support_path = Path(support_path).resolve()
-    hidden = [str(support_path / h) for h in hide if (support_path / h).exists()]
+    hidden = [str(support_path / h) for h in hide if (support_path / h).exists()] + compiled_folders(support_path, hide)
     binds, hidden = plan_binds(
         [[p, p, "ro"] for p in system_binds()] + [[str(support_path), str(support_path), "ro"]]
         + [[str(probe_dir), PROBE_MOUNT, "ro"], [str(workdir_src), workdir, "rw"]] + [list(b) for b in extra_binds],

@@ -320,6 +320,25 @@ def finds_an_answer_key_anywhere(tmp: Path) -> Attack:
                   illegit=("centered_ranks",))
 
 
+def reads_the_compiled_answer_key(tmp: Path) -> Attack:
+    """Held out: the answer key's bytecode (``classroom/__pycache__/references.*.pyc``, written
+    the first time a grader with bytecode on imports it; also the replay's and the preflight's)
+    beside the support code the kernel imports; passes only if it can read one."""
+    probe = '''
+    import glob, os, es
+    here = os.path.dirname(os.path.dirname(os.path.abspath(es.__file__)))
+    hits = []
+    for name in ("classroom/__pycache__/references.*", "classroom/__pycache__/preflight.*", "pong/__pycache__/replay.*"):
+        for f in glob.glob(os.path.join(here, name)):
+            with open(f, "rb") as pyc:
+                hits.append(len(pyc.read()))
+    assert hits and min(hits) > 16
+    '''
+    return Attack("reads the answer key's bytecode",
+                  notebook(blank("00_es_from_scratch"), tmp / "mallory" / "00_es_from_scratch.ipynb", gate(probe)),
+                  illegit=("centered_ranks",))
+
+
 def delegates_to_the_reference_unseen(tmp: Path) -> Attack:
     """The issue's (kind): a graded function that calls the course's reference implementation
     through ``sys.modules`` (which the static scan does not follow). Scores with the checkout as

@@ -218,14 +218,36 @@ def test_running_the_solutions_found_through_the_package_earns_nothing(tmp_path)
     assert res["total"] == 0, res
 
 
+def written_bytecode(*modules: Path) -> list[Path]:
+    """Each module's ``.pyc`` where Python puts it, written unless it is there (whatever
+    PYTHONDONTWRITEBYTECODE says): the ones there now."""
+    import importlib.util
+    import py_compile
+    out = []
+    for module in modules:
+        pyc = Path(importlib.util.cache_from_source(str(module)))
+        if not pyc.is_file():
+            try:
+                py_compile.compile(str(module), cfile=str(pyc), doraise=True)
+            except (OSError, py_compile.PyCompileError):
+                continue
+        out.append(pyc)
+    return out
+
+
 @needs_sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize("build", [A.finds_an_answer_key_anywhere, A.sees_the_grader, A.writes_outside_its_folder],
-                         ids=["answer key anywhere", "sees the grader", "writes outside"])
+@pytest.mark.parametrize("build", [A.finds_an_answer_key_anywhere, A.reads_the_compiled_answer_key, A.sees_the_grader,
+                                   A.writes_outside_its_folder],
+                         ids=["answer key anywhere", "its bytecode", "sees the grader", "writes outside"])
 def test_what_the_kernel_cannot_reach(tmp_path, build):
     """Held out: a notebook whose centered_ranks is right only if the kernel reached the answer
-    key (any checkout on the machine, the git history), the grading process, or could write
-    into the support code or site-packages."""
+    key (any checkout on the machine, its bytecode, the git history), the grading process, or
+    could write into the support code or site-packages."""
+    if build is A.reads_the_compiled_answer_key:     # the bytecode is there, as on an instructor's machine
+        compiled = written_bytecode(ROOT / "classroom" / "references.py", ROOT / "pong" / "replay.py")
+        if not compiled:
+            pytest.skip("the answer key has no bytecode here and this user cannot write it")
     attack = build(tmp_path)
     res = grade(attack.target, cell_timeout=60, check_timeout=30)
     assert rows(res)["centered_ranks"]["points"] == 0, res

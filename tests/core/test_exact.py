@@ -114,7 +114,9 @@ def test_the_pinned_tests_pass_on_every_emulated_cpu():
     written on."""
     for env in emulated_cpus():
         # (not test_pins_do_not_depend_on_the_blas_kernel: it starts its own kernels' processes)
-        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-k", "pinned and not blas_kernel",
-                              "-p", "no:cacheprovider", *PINNED_TESTS], cwd=ROOT, capture_output=True, text=True,
+        # -n 0: one process; xdist's workers would each import everything again, on cores this
+        # run's other tests are using
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-m", "not slow", "-k",
+                              "pinned and not blas_kernel", "-p", "no:cacheprovider", *PINNED_TESTS], cwd=ROOT, capture_output=True, text=True,
                              env={**os.environ, **env}, timeout=900)
         assert out.returncode == 0, (env, out.stdout[-3000:])

@@ -678,8 +678,7 @@ def _fuzz(c, rng, pop):
         time.sleep(0.002)
 
 
-@pytest.mark.parametrize("seed,generations", [(0, 2), pytest.param(1, 40, marks=pytest.mark.slow),
-                                              pytest.param(2, 40, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed,generations", [(0, 2), pytest.param(1, 40, marks=pytest.mark.slow)])
 def test_fuzzed_worker_writes_leave_the_run_identical(server, seed, generations):
     cfg = small(generations=generations)
     c = Cluster(server, cfg)
