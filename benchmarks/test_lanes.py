@@ -40,7 +40,42 @@ def run_lane(lane: str, workers: str, slowest: int) -> dict:
     return {"lane": lane, "seconds": round(seconds, 1), "goal_seconds": GOALS[lane], "exit": out.returncode,
             "workers": workers, "cores": len(os.sched_getaffinity(0)), "load_before": round(load, 2),
             "bytecode_cache": not os.environ.get("PYTHONDONTWRITEBYTECODE"),     # off: every import compiles
-            **counts, "slowest": durations, "log": str(log)}
+            "bytecode_present": bytecode_present(), **machine(), **counts, "slowest": durations, "log": str(log)}
+
+
+def bytecode_present() -> float:
+    """The share of this checkout's modules (es, classroom, pong, locomotion) with a .pyc as new
+    as the source: with PYTHONDONTWRITEBYTECODE set, the rest compile in every process that
+    imports them (.ci/run writes them first with compileall)."""
+    import importlib.util
+    sources = [p for d in ("es", "classroom", "pong", "locomotion") for p in (ROOT / d).rglob("*.py")]
+    fresh = 0
+    for src in sources:
+        pyc = Path(importlib.util.cache_from_source(str(src)))
+        fresh += pyc.is_file() and pyc.stat().st_mtime >= src.stat().st_mtime
+    return round(fresh / max(len(sources), 1), 3)
+
+
+def machine() -> dict:
+    """What the lane's time depends on besides the tests: the CPU (CI has run on machines 1.6
+    times apart) and the pytest and pytest-xdist versions (--dist loadgroup groups nothing with
+    pytest 9.2 and xdist 3.8: pytest-dev/pytest-xdist#1386)."""
+    from importlib.metadata import PackageNotFoundError, version
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+        cpu = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+        cpu += " (AVX-512)" if " avx512f" in info else " (no AVX-512)"
+    except OSError:
+        pass
+    versions = {}
+    for name in ("pytest", "pytest-xdist"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return {"cpu": cpu, **versions}
 
 
 def main() -> None:
