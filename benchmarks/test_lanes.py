@@ -44,9 +44,9 @@ def run_lane(lane: str, workers: str, slowest: int) -> dict:
 
 
 def bytecode_present() -> float:
-    """The share of this checkout's modules (es, classroom, pong, locomotion) with a .pyc as new
-    as the source: with PYTHONDONTWRITEBYTECODE set, the rest compile in every process that
-    imports them (.ci/run writes them first with compileall)."""
+    """The share of this checkout's modules (es, classroom, pong, locomotion) whose .pyc is no
+    older than the source file: with PYTHONDONTWRITEBYTECODE set, the rest compile in every
+    process that imports them (.ci/run writes them first with compileall)."""
     import importlib.util
     sources = [p for d in ("es", "classroom", "pong", "locomotion") for p in (ROOT / d).rglob("*.py")]
     fresh = 0
@@ -57,9 +57,9 @@ def bytecode_present() -> float:
 
 
 def machine() -> dict:
-    """What the lane's time depends on besides the tests: the CPU (CI has run on machines 1.6
-    times apart) and the pytest and pytest-xdist versions (--dist loadgroup groups nothing with
-    pytest 9.2 and xdist 3.8: pytest-dev/pytest-xdist#1386)."""
+    """What the lane's time depends on besides the tests: the CPU (CI has run on machines of
+    different speeds) and the pytest and pytest-xdist versions (--dist loadgroup groups nothing
+    with pytest 9.2 and xdist 3.8: pytest-dev/pytest-xdist#1386)."""
     from importlib.metadata import PackageNotFoundError, version
     cpu = ""
     try:
