@@ -240,7 +240,8 @@ def first_unreadable(roots, descend=None, limit: int = 400_000) -> str | None:
             return root
         if not os.path.isdir(root) or root not in descend:
             continue
-        skip = {os.path.join(root, h) for h in HIDE} | set(compiled_folders(Path(root), HIDE, make=False))   # hidden from the kernel
+        # what the kernel never sees: the hidden files, and the bytecode folders beside them
+        skip = {os.path.join(root, h) for h in HIDE} | set(compiled_folders(Path(root), HIDE, make=False))
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in skip]
             for name in dirnames + filenames:

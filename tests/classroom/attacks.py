@@ -328,7 +328,8 @@ def reads_the_compiled_answer_key(tmp: Path) -> Attack:
     import glob, os, es
     here = os.path.dirname(os.path.dirname(os.path.abspath(es.__file__)))
     hits = []
-    for name in ("classroom/__pycache__/references.*", "classroom/__pycache__/preflight.*", "pong/__pycache__/replay.*"):
+    for name in ("classroom/__pycache__/references.*", "classroom/__pycache__/preflight.*",
+                 "pong/__pycache__/replay.*"):
         for f in glob.glob(os.path.join(here, name)):
             with open(f, "rb") as pyc:
                 hits.append(len(pyc.read()))

@@ -117,6 +117,6 @@ def test_the_pinned_tests_pass_on_every_emulated_cpu():
         # -n 0: one process; xdist's workers would each import everything again, on cores this
         # run's other tests are using
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-m", "not slow", "-k",
-                              "pinned and not blas_kernel", "-p", "no:cacheprovider", *PINNED_TESTS], cwd=ROOT, capture_output=True, text=True,
-                             env={**os.environ, **env}, timeout=900)
+                              "pinned and not blas_kernel", "-p", "no:cacheprovider", *PINNED_TESTS],
+                             cwd=ROOT, capture_output=True, text=True, env={**os.environ, **env}, timeout=900)
         assert out.returncode == 0, (env, out.stdout[-3000:])

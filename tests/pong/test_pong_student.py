@@ -90,7 +90,8 @@ def test_the_students_run_replays_and_resumes_bit_for_bit(alice_run, tmp_path):
     assert len(np.load(half / "centers.npy")) == 2          # the start and generation 1's update
     train_until_beats_random("alice", half, notebook_code(), config=small, progress=False)
     assert (half / "centers.npy").read_bytes() == (whole / "centers.npy").read_bytes()
-    fitness = lambda run: [json.loads(x)["returns"] for x in (run / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
+    def fitness(run):
+        return [json.loads(x)["returns"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert fitness(half) == fitness(whole) and len(fitness(whole)) == 2
     (c1, _, s1), (c2, _, s2) = load_checkpoint(half), load_checkpoint(whole)
     assert np.array_equal(c1, c2) and all(np.array_equal(np.asarray(s1[k]), np.asarray(s2[k])) for k in s2)
