@@ -58,15 +58,16 @@ def bytecode_present() -> float:
 
 def machine() -> dict:
     """What the lane's time depends on besides the tests: the CPU (CI has run on machines of
-    different speeds) and the pytest and pytest-xdist versions (--dist loadgroup groups nothing
-    with pytest 9.2 and xdist 3.8: pytest-dev/pytest-xdist#1386)."""
+    different speeds), NumPy's SIMD level and the BLAS kernel as ``es.distributed.platform``
+    reports them (X86_V4: AVX-512), and the pytest and pytest-xdist versions (--dist loadgroup
+    groups nothing with pytest 9.2 and xdist 3.8: pytest-dev/pytest-xdist#1386)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from es.distributed.platform import describe
     cpu = ""
     try:
         with open("/proc/cpuinfo") as f:
-            info = f.read()
-        cpu = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
-        cpu += " (AVX-512)" if " avx512f" in info else " (no AVX-512)"
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
     except OSError:
         pass
     versions = {}
@@ -75,7 +76,8 @@ def machine() -> dict:
             versions[name] = version(name)
         except PackageNotFoundError:
             versions[name] = None
-    return {"cpu": cpu, **versions}
+    platform = describe()
+    return {"cpu": cpu, "simd": platform["simd"], "blas": platform["blas"], **versions}
 
 
 def main() -> None:

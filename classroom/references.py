@@ -8,6 +8,7 @@ the answers to the questions its checks ask on a few fixed input seeds (``expect
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 
@@ -300,14 +301,14 @@ def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
     float32); and the same run with each mistake the check names (``no_epsilon``: z-scores
     without the ``+ 1e-8``)."""
     from .cartpole_workers import pair_noise as draw_pair_noise
-    drawn: dict = {}
 
-    def pair_noise(seed_, g, n, d):      # the nine runs draw the same noise: draw it once (a copy each)
-        if (seed_, g, n, d) not in drawn:
-            drawn[seed_, g, n, d] = draw_pair_noise(seed_, g, n, d)
-        return drawn[seed_, g, n, d].copy()
+    @functools.cache
+    def pair_noise(g, n, d):         # the nine runs use the same noise: drawn once, and read-only
+        noise = draw_pair_noise(seed, g, n, d)
+        noise.flags.writeable = False
+        return noise
 
-    def run(noise_of=lambda g, n, d: pair_noise(seed, g, n, d), shape="z", divide=True, epsilon=1e-8):
+    def run(noise_of=pair_noise, shape="z", divide=True, epsilon=1e-8):
         c, out = np.asarray(center, dtype=np.float32), []
         for g, chunks in enumerate(returns):
             r = np.concatenate([np.asarray(x, dtype=np.float64) for x in chunks])
@@ -325,11 +326,11 @@ def seeds_only_update(center, seed, returns, sigma, lr) -> dict:
         return np.stack(out)
 
     def unsigned(g, n, d):
-        noise = pair_noise(seed, g, n, d)
+        noise = pair_noise(g, n, d).copy()
         noise[1::2] *= -1
         return noise
-    return {"right": run(), "noise_reused": run(lambda g, n, d: pair_noise(seed, 0, n, d)),
-            "previous_noise": run(lambda g, n, d: pair_noise(seed, max(g - 1, 0), n, d)),
+    return {"right": run(), "noise_reused": run(lambda g, n, d: pair_noise(0, n, d)),
+            "previous_noise": run(lambda g, n, d: pair_noise(max(g - 1, 0), n, d)),
             "sign_lost": run(unsigned), "per_worker": run(shape="per_worker"), "ranks": run(shape="ranks"),
             "raw": run(shape="raw"), "no_sigma": run(divide=False), "no_epsilon": run(epsilon=0.0)}
 

@@ -18,7 +18,7 @@ def table(rows):
     print("| identifier | generations | env steps | gate opened after | floor share, gen. 0-9 | train minutes here "
           "| minutes at 8,747 steps/s | grader's 20 games |")
     print("|---|---|---|---|---|---|---|---|")
-    for r in rows:          # how each run started, from its record (the baseline's lines were written before they carried it)
+    for r in rows:          # how each run started, from its record (the earliest lines did not carry it)
         r.update(benchmark.start_signs([json.loads(x) for x in (HERE / f"{r['student']}-metrics.jsonl").open()]))
         print(f"| {r['student']} | {r['generations']} | {r['env_steps']:,} | {r.get('gate_generation', '')} | "
               f"{r.get('floor_share_g0_9', '')} | {r['train_minutes']:.1f} | {r['env_steps'] / RATE_2026_11_25 / 60:.1f} | "
