@@ -20,7 +20,7 @@ from es.evaluators import evaluate_members
 from es.parallel import guided_bounds
 from es.training import make_problem_for
 from child_env import subprocess_env
-from test_hostile import CHUNKS, Cluster, assert_identical, small
+from hostile_cluster import CHUNKS, Cluster, assert_identical, small
 
 
 def test_local_workers_of_the_master_are_ready_before_generation_0_and_need_no_probation(tmp_path):
