@@ -236,9 +236,12 @@ def main():
         workers = ParallelEvaluator(problem, workers=2, adaptive=False)
         agent_workers = ParallelEvaluator(agent_problem, workers=2, adaptive=False)
         local = LocalEvaluator(agent_problem)
-        es_generations(workers, fresh, args.population, 1, start=0)       # workers up and their games built
-        es_generations(agent_workers, trained, 8, 1, start=0)
-        es_generations(local, trained, 8, 1, start=0)
+        # Workers up and every game slot a measured generation uses built, as training has them
+        # after its warm-up (es.training calls Evaluator.warm_up with the population): each slot
+        # is a ROM load. Until 2026-11-29 the agent's evaluators were warmed with 8 members, so
+        # round 1 built 28 games in each worker and 23 in this process inside its clocks.
+        for evaluator, params in ((workers, fresh), (agent_workers, trained), (local, trained)):
+            es_generations(evaluator, params, args.population, 1, start=0)
         for _ in range(args.rounds):
             r = {"bare": bare_vector(args.population + 1), "bare_games": bare_games()}
             r["trained"] = es_generations(agent_workers, trained, args.population, args.generations)

@@ -1,0 +1,18 @@
+import os, sys, importlib.abc, importlib.machinery
+class _Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "pong.games":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        orig_exec = spec.loader.exec_module
+        def exec_module(mod):
+            orig_exec(mod)
+            orig = mod._new_ale
+            def counted(seed):
+                with open(os.path.join(os.path.dirname(__file__), f"n.{os.getpid()}"), "a") as f:
+                    f.write("x")
+                return orig(seed)
+            mod._new_ale = counted
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, _Hook())
