@@ -236,10 +236,10 @@ def main():
         workers = ParallelEvaluator(problem, workers=2, adaptive=False)
         agent_workers = ParallelEvaluator(agent_problem, workers=2, adaptive=False)
         local = LocalEvaluator(agent_problem)
-        # Workers up and every game slot a measured generation uses built, as training has them
-        # after its warm-up (es.training calls Evaluator.warm_up with the population): each slot
-        # is a ROM load. Until 2026-11-29 the agent's evaluators were warmed with 8 members, so
-        # round 1 built 28 games in each worker and 23 in this process inside its clocks.
+        # Workers up and every game slot a measured generation uses built: training builds them
+        # once, at the start of a run, and each is a ROM load. Until 2026-11-29 the agent's
+        # evaluators were warmed with 8 members, so round 1 built games inside its clocks (the
+        # pixel agent at population 64, one chunk per worker: 28 in each worker, 23 here).
         for evaluator, params in ((workers, fresh), (agent_workers, trained), (local, trained)):
             es_generations(evaluator, params, args.population, 1, start=0)
         for _ in range(args.rounds):

@@ -1,8 +1,10 @@
 """The planted typical mistakes of the course's graded functions, one row each: the notebook,
 the solution's text, the student's text (a list of each where a mistake takes several edits),
-the check that must catch it, and the words its message must hold. test_build_and_grade plants
-every row in a copy of the solution and grades it, in process and, for some, through the real
-grader. The constants name the solution's lines that several rows edit."""
+the check that must catch it, the words its message must hold, and, for a few, the other checks
+it also costs. test_build_and_grade grades the rows in process on 50 input seeds (each row
+whose check neither trains nor starts processes) and through the real grader in a kernel (the
+rows of the checks that do, and the first row of every other check). The constants name the
+solution's lines that several rows edit."""
 
 RANKS = "return ranks / (len(x) - 1) - 0.5"
 ADAM = "step = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)"

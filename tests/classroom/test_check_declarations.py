@@ -1,7 +1,7 @@
 """Each graded check is declared once, by its ``_register`` line in ``classroom/checks/``: its
 notebook, milestone, points, the names it takes, the modules its answer must not use, the answer
 key's questions it asks and whether it is slow (its planted mistakes are rows of
-planted_mistakes.``MISTAKES``, at least one per check that does not grade a run, which a test
+``planted_mistakes.MISTAKES``, at least one per check that does not grade a run, which a test
 in test_build_and_grade ties). The grader's tables are derived from those lines; these tests
 fail when a declaration lacks a part, says something untrue, or a table stops being derived."""
 import importlib
