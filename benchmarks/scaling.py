@@ -27,6 +27,7 @@ honest generation above 1.5x" figure.
     python benchmarks/scaling.py --replot saved.jsonl [predicted.jsonl]
 
 ``--root DIR`` runs another checkout's ``es`` (e.g. the commit before a change) with this script.
+The prediction's arithmetic is in ``scaling_model.py``, the picture in ``scaling_plot.py``.
 """
 from _common import pythonpath  # (and the import path)
 
