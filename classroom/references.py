@@ -172,15 +172,16 @@ def es_step(center, noises, fitnesses, sigma, lr, weight_decay) -> dict:
             "no_bias_correction": run(_mistaken, no_bias=True), "descends": run(_mistaken, sign=-1.0),
             "ties_apart": run(_mistaken, ties_apart=True), "state_not_carried": run(_mistaken, carry=False),
             "pairs": run(_mistaken, pairs=True), "amsgrad": run(_mistaken, amsgrad=True),
-            "epsilon_in_sqrt": run(_mistaken, inside=True)}
+            "epsilon_in_sqrt": run(_mistaken, inside=True), "textbook_adam": run(_mistaken, textbook=True)}
 
 
 def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_score=False, no_sigma=False,
               decay_sign=-1.0, no_bias=False, sign=1.0, ties_apart=False, pairs=False, amsgrad=False, inside=False,
-              ranked=None):
+              textbook=False, ranked=None):
     """One update with one mistake switched on (``pairs``: the noise read as mirrored pairs, OpenAI's
     starter's form, ``noise[0::2]`` weighed by ``w[0::2] - w[1::2]``; ``amsgrad``: ``v`` never
-    decreases; ``inside``: epsilon inside the square root). The ranks exact in float64, as a student
+    decreases; ``inside``: epsilon inside the square root; ``textbook``: Kingma and Ba's
+    m_hat / (sqrt(v_hat) + epsilon), whose epsilon is not the course's where a gradient is tiny). The ranks exact in float64, as a student
     computes them: float32 ranks would leave a gradient of about 1e-7 where a mistake's is 0
     (``ranked``: the fitness's centered ranks, where the caller has them already)."""
     if raw:
@@ -200,6 +201,8 @@ def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_sc
     m, v = adam_moments(state["m"], state["v"], grad)
     if amsgrad:
         v = np.maximum(v, state["v"])
+    if textbook:
+        return c + lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8), {"m": m, "v": v, "t": t}
     a = lr if no_bias else adam_rate(lr, t)
     return c + sign * a * m / (np.sqrt(v + 1e-8) if inside else np.sqrt(v) + 1e-8), {"m": m, "v": v, "t": t}
 

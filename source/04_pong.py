@@ -248,9 +248,10 @@ check.batched_policy(batched_policy)
 #    (notebook 01's `adam_update`: write it here or paste yours in).
 #
 # **The check:** six updates in a row, the state passed on as the checkpoint saves it (fitness
-# with ties and an outlier; two noise columns that expose AMSGrad's `max(v)` and a `1e-8` inside
-# the square root); after each update, every parameter within `lr / 1000` of the course's
-# update, the tolerance of the grader's replay of your run.
+# with ties and an outlier; three noise columns that expose AMSGrad's `max(v)`, a `1e-8` inside
+# the square root and the textbook form `m_hat / (sqrt(v_hat) + 1e-8)`, whose `1e-8` weighs
+# differently where a gradient is tiny); after each update, every parameter within `lr / 1000`
+# of the course's update, the tolerance of the grader's replay of your run.
 
 # %%
 def es_step(center, noise, fitness, state, sigma, lr, weight_decay):

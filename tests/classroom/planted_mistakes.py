@@ -274,6 +274,8 @@ MISTAKES = [
     ("04_pong", "weights = ranks / (n - 1) - 0.5", "weights = (fitness - fitness.mean()) / fitness.std()", "es_step",
      "standardised fitness"),
     ("04_pong", GRAD, "grad = noise.T @ weights / (n * sigma)", "es_step", "no weight decay"),
+    ("04_pong", ADAM, "step = lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)", "es_step",
+     "textbook form"),
     ("04_pong", 'state = state or {"m"', 'state = {"m"', "es_step", "start from zero on every call"),
     ("04_pong", GRAD, "grad = noise.T @ weights / n - weight_decay * center", "es_step", "not divided by sigma"),
     ("04_pong", GRAD, GRAD.replace("- weight_decay", "+ weight_decay"), "es_step", "weight decay has the wrong sign"),
