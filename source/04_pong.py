@@ -340,9 +340,11 @@ check.pong_speed(downsample, stack_frames, batched_policy);   # the ";" hides th
 # seeds 0..19 was picked partly for its luck on those 20 games, and the grader plays new ones.
 #
 # **How long it takes.** Your identifier decides how many updates your run needs, your machine
-# how long each takes; the training cell prints both. On the course's 2-core machine, the
-# identifiers it timed took 3.6 to 10.8 minutes of training with nothing else running (25 to
-# 70 updates). Plan for 15 minutes on a machine to yourself and an hour or more on a busy one;
+# how long each takes; the training cell prints both. The 20 identifiers the course measured
+# on 2 cores took 25 to 70 updates (median 35). With nothing else running, an update took 0.13
+# to 0.18 minutes on one 2-core machine (3.6 to 10.8 minutes of training for 8 identifiers) and
+# 0.45 to 0.59 on another, where the Atari emulator ran at half the speed. Plan for 15 minutes
+# on a fast machine to yourself, 45 on a slow one and an hour or more on a busy one;
 # more than 2 cores do not help (the loop uses 2 worker processes). Interrupt whenever you
 # like: re-running the training cell resumes the run where it stopped.
 #
