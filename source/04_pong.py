@@ -249,8 +249,9 @@ check.batched_policy(batched_policy)
 #
 # **The check:** six updates in a row, the state passed on as the checkpoint saves it (fitness
 # with ties and an outlier; three noise columns that expose AMSGrad's `max(v)`, a `1e-8` inside
-# the square root and the textbook form `m_hat / (sqrt(v_hat) + 1e-8)`, whose `1e-8` weighs
-# differently where a gradient is tiny); after each update, every parameter within `lr / 1000`
+# the square root and the textbook form `m_hat / (sqrt(v_hat) + 1e-8)`, with `m_hat = m / (1 -
+# 0.9**t)` and `v_hat = v / (1 - 0.999**t)`, whose `1e-8` weighs differently where a gradient
+# is tiny); after each update, every parameter within `lr / 1000`
 # of the course's update, the tolerance of the grader's replay of your run.
 
 # %%
@@ -341,10 +342,10 @@ check.pong_speed(downsample, stack_frames, batched_policy);   # the ";" hides th
 #
 # **How long it takes.** Your identifier decides how many updates your run needs, your machine
 # how long each takes; the training cell prints both. The 20 identifiers the course measured
-# on 2 cores took 25 to 70 updates (median 35). With nothing else running, an update took 0.13
-# to 0.18 minutes on one 2-core machine (3.6 to 10.8 minutes of training for 8 identifiers) and
-# 0.45 to 0.59 on another, where the Atari emulator ran at half the speed. Plan for 15 minutes
-# on a fast machine to yourself, 45 on a slow one and an hour or more on a busy one;
+# on 2 cores took 25 to 70 updates (median 35). An update took 0.13 to 0.18 minutes on one
+# 2-core machine with nothing else running (3.6 to 10.8 minutes of training for 8 identifiers)
+# and 0.45 to 0.59 on a slower one with little else running. Plan for 15 minutes on a fast
+# machine to yourself, 50 on a slow one and an hour or more on a busy one;
 # more than 2 cores do not help (the loop uses 2 worker processes). Interrupt whenever you
 # like: re-running the training cell resumes the run where it stopped.
 #
