@@ -156,7 +156,8 @@ def es_step(fn, rng):
     gradient is large on the first update and then small (AMSGrad's max(v) shows), one whose
     gradient is small throughout (epsilon inside the square root shows), and one whose first
     gradient is tiny, about 1e-5 (the textbook m_hat / (sqrt(v_hat) + 1e-8) shows: its epsilon
-    is not the course's there, and such gradients occur on a Pong run's first update)."""
+    is not the course's, which moves a step by more than lr / 1000 where a gradient is small, as
+    some are on a Pong run's first update)."""
     updates = 6
     dim, population = int(rng.integers(5, 15)), 2 * int(rng.integers(5, 12))
     sigma, lr, decay = float(rng.uniform(0.02, 0.2)), float(rng.uniform(0.005, 0.05)), float(rng.uniform(0.2, 1.0))
