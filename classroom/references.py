@@ -182,8 +182,9 @@ def _mistaken(c, noise, fitness, state, sigma, lr, weight_decay, raw=False, z_sc
     starter's form, ``noise[0::2]`` weighed by ``w[0::2] - w[1::2]``; ``amsgrad``: ``v`` never
     decreases; ``inside``: epsilon inside the square root; ``textbook``: Kingma and Ba's
     m_hat / (sqrt(v_hat) + epsilon), whose epsilon is not the course's where a gradient is tiny).
-    The ranks exact in float64, as a student computes them: float32 ranks would leave a gradient of about 1e-7 where a mistake's is 0
-    (``ranked``: the fitness's centered ranks, where the caller has them already)."""
+    The ranks exact in float64, as a student computes them: float32 ranks would leave a gradient
+    of about 1e-7 where a mistake's is 0 (``ranked``: the fitness's centered ranks, where the
+    caller has them already)."""
     if raw:
         w = fitness - fitness.mean()
     else:
