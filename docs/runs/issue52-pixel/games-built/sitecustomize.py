@@ -1,3 +1,5 @@
+"""Counts pong.games._new_ale calls (ROM loads) per process: one byte per call, appended to
+$ROM_LOAD_COUNTS/n.<pid> (run.py makes that folder and sets the variable)."""
 import os, sys, importlib.abc, importlib.machinery
 class _Hook(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
@@ -9,7 +11,7 @@ class _Hook(importlib.abc.MetaPathFinder):
             orig_exec(mod)
             orig = mod._new_ale
             def counted(seed):
-                with open(os.path.join(os.path.dirname(__file__), f"n.{os.getpid()}"), "a") as f:
+                with open(os.path.join(os.environ["ROM_LOAD_COUNTS"], f"n.{os.getpid()}"), "a") as f:
                     f.write("x")
                 return orig(seed)
             mod._new_ale = counted
