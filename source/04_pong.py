@@ -326,7 +326,7 @@ check.pong_speed(downsample, stack_frames, batched_policy);   # the ";" hides th
 #   sigma no longer changes any action.
 # * ***Whole games* as fitness** (capped at 5000 agent steps), the score you are judged on.
 #   Equal scores rank by how long the game lasted (+ 0.00001 per step, never enough to pass a
-#   point): at first every member loses 21:0, and the one that kept the ball in play longest
+#   point): at first almost every member loses 21:0, and the one that kept the ball in play longest
 #   is the one to follow.
 # * **At most 200 updates** (`StudentConfig.generations`): training stops at the first agent
 #   that beats random by the rule below, or after 200 updates.
