@@ -190,7 +190,7 @@ def cmd_train(args) -> int:
     print(f"{verdict}: center scored {s['eval_mean']:.1f} +- {s['eval_std']:.1f} over {s['eval_episodes']} episodes "
           f"(seeds {s['eval_seeds'][0]}..{s['eval_seeds'][1]}); solved means >= {s['solve_threshold']}")
     print(f"trained {s['generations']} generations in {s['train_seconds']:.2f} s ({s['env_steps']:,} env steps), "
-          f"stopped on {s['stopped']}")
+          f"stopped on {s['stopped']}" + (f", after {s['restarts']} restart(s)" if s.get("restarts") else ""))
     print(f"wrote {run_dir}/{{config.json, metrics.jsonl, checkpoint.npz, curve.png, summary.json}}")
     if args.json:
         print(json.dumps(s))

@@ -91,6 +91,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            _optional(is_number), flag_type=float),
     Option("consecutive_goal_stopping", 1, "... for this many generations in a row", "an integer >= 1",
            _at_least(1), flag_type=int),
+    Option("confirm_goal", False, "... and only if the center's mean over the final check's episodes (seeds "
+           "eval_seed.., never trained on) also reaches solve_threshold", "true or false",
+           lambda v: isinstance(v, bool)),
+    Option("restart_steps", None, "start again from the first center, with a fresh optimizer and observation "
+           "statistics, when an attempt has used this many env steps without stopping at the goal (the "
+           "generations go on, so it draws noise and episodes it never drew)", "a positive integer",
+           _optional(_at_least(1)), flag_type=int),
     Option("solve_threshold", None, "final eval mean that counts as solved (default: the reward goal)",
            "a number", _optional(is_number), flag_type=float, resumable=True),
     Option("hidden", [16], "hidden layer sizes of the MLP policy ([] = linear)", "a list of positive layer sizes",

@@ -182,3 +182,61 @@ def test_a_worker_that_lies_only_about_the_states_it_saw_is_caught_by_a_trusted_
     forged = {**honest, "obs": (sums + 1e-9, squares)}
     assert "observation statistics" in v.lie(forged, 0, 4, own=own)
     v.close()
+
+
+def test_a_center_over_the_line_stops_the_run_only_if_its_held_out_mean_is_over_it_too():
+    # Every center crosses a goal of -1e9 on its 5 training episodes; none reaches 1e9 held out.
+    kept_on = es.train(small(reward_goal=-1e9, solve_threshold=1e9))
+    assert kept_on.summary["stopped"] == "generations" and not kept_on.summary["solved"]
+    assert [("goal_check" in m) for m in kept_on.metrics] == [True] * 3
+    # Over the line held out: it stops where it looked, and its final check is that same check
+    # (the same 20 episodes, with this generation's statistics merged in).
+    stopped = es.train(small(reward_goal=-1e9, solve_threshold=-1e9))
+    assert stopped.summary["stopped"] == "goal" and stopped.summary["generations"] == 1
+    assert stopped.summary["eval_mean"] == stopped.metrics[0]["goal_check"]
+    assert stopped.summary["eval_episodes"] == 20
+    # The check's episodes count as env steps: 20 more episodes of at most 40 steps.
+    unchecked = es.train(small(reward_goal=-1e9, confirm_goal=False))
+    assert unchecked.summary["stopped"] == "goal" and "goal_check" not in unchecked.metrics[0]
+    extra = stopped.summary["env_steps"] - unchecked.summary["env_steps"]
+    assert 20 <= extra <= 20 * 40
+
+
+def test_a_restart_starts_again_from_zeros_and_fresh_statistics_and_a_resumed_run_goes_on_bit_identical(tmp_path):
+    plain = es.train(small(generations=3), final_eval=False)
+    never = es.train(small(generations=3, restart_steps=10**9), final_eval=False)
+    assert never.center.tobytes() == plain.center.tobytes() and never.summary["restarts"] == 0
+    # One env step an attempt: generations 1 and 2 each start again, from zeros and no statistics.
+    seen = []
+    whole = es.train(small(generations=3, restart_steps=1), run_dir=tmp_path / "whole", final_eval=False,
+                     on_generation=lambda row: seen.append(row.get("restart")))
+    assert seen == [None, 1, 2] and whole.summary["restarts"] == 2
+    es.train(small(generations=1, restart_steps=1), run_dir=tmp_path / "cut", final_eval=False)
+    resumed = es.train(small(generations=3, restart_steps=1), run_dir=tmp_path / "cut", resume=True, final_eval=False)
+    assert resumed.center.tobytes() == whole.center.tobytes() and resumed.summary["restarts"] == 2
+    meta = load_checkpoint(tmp_path / "whole")[1]
+    assert (meta["restarts"], meta["attempt_from"]) == (2, whole.metrics[1]["env_steps"])
+    # The last attempt saw one generation's states only, and started from zeros with its own noise:
+    # one generation from zeros at generation 2, not generation 0 again.
+    last = whole.metrics[2]["gen_env_steps"]
+    assert last - 40 * 5 <= ObsStats.from_array(meta["obs_stats"]).count < last
+    assert np.abs(whole.center).max() <= 1.0001 * 0.01 < np.abs(plain.center).max()   # one Adam step of 0.01
+    assert whole.center.tobytes() != es.train(small(generations=1), final_eval=False).center.tobytes()
+
+
+def test_without_normalization_the_policy_sees_raw_states_and_the_run_keeps_no_statistics(tmp_path):
+    from es.errors import ESError
+    from locomotion.plugin import validate_spec
+    raw = {"policy": "linear", "normalize": "none"}
+    es.train(small(env="swimmer", extra=raw), run_dir=tmp_path / "raw")
+    meta = load_checkpoint(tmp_path / "raw")[1]
+    assert "obs_stats" not in meta and meta["problem"]["normalize"] is False
+    problem, center, _ = load_agent(tmp_path / "raw")
+    assert (problem.obs_dim, problem.state_dim) == (0, 8) and center.any()
+    # Raw states are states normalized by mean 0 and std 1 (a fresh normalizing problem's).
+    seeds = [5, 6]
+    assert np.array_equal(problem.play(center, seeds)[0], LocomotionProblem("Swimmer-v5", (), 40).play(center, seeds)[0])
+    with pytest.raises(ESError, match="--normalize must be states or none"):
+        es.train(small(env="swimmer", extra={"policy": "linear", "normalize": "off"}))
+    with pytest.raises(ValueError, match="normalize must be true or false"):
+        validate_spec({**problem.spec(), "normalize": 1})
