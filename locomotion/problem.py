@@ -25,8 +25,10 @@ from es.policies import MLPPolicy
 class LocomotionProblem(Problem):
     chunks_per_worker = 3
 
-    def __init__(self, env_id: str, hidden=(), max_steps: int | None = None, shift: float = 0.0):
+    def __init__(self, env_id: str, hidden=(), max_steps: int | None = None, shift: float = 0.0,
+                 normalize: bool = True):
         self.env_id, self.hidden, self.max_steps, self.shift = env_id, tuple(hidden), max_steps, float(shift)
+        self.normalize = bool(normalize)
         try:
             env = gym.make(env_id)
         except Exception as exc:   # gymnasium raises several types for a missing mujoco or a bad id
@@ -35,25 +37,31 @@ class LocomotionProblem(Problem):
         space = env.action_space
         if not isinstance(space, gym.spaces.Box):
             raise ESError(f"{env_id}: a locomotion task needs continuous (Box) actions, got {space}")
-        self.obs_dim = int(np.prod(env.observation_space.shape))
-        self.policy = MLPPolicy(self.obs_dim, int(np.prod(space.shape)), self.hidden, discrete=False,
+        self.state_dim = int(np.prod(env.observation_space.shape))
+        # obs_dim > 0 asks training for statistics; without normalization (ARS V1) the policy sees raw states
+        self.obs_dim = self.state_dim if self.normalize else 0
+        self.policy = MLPPolicy(self.state_dim, int(np.prod(space.shape)), self.hidden, discrete=False,
                                 low=space.low.ravel(), high=space.high.ravel())
         limit = env.spec.max_episode_steps if env.spec is not None else None
         self.episode_cap = min(x for x in (max_steps, limit) if x is not None)
         self._envs = [env]
-        self.obs_norm = np.stack([np.zeros(self.obs_dim), np.ones(self.obs_dim)])   # play(): set by training
+        self.obs_norm = np.stack([np.zeros(self.state_dim), np.ones(self.state_dim)])   # play(): set by training
 
     @property
     def num_params(self) -> int:
         return self.policy.num_params
 
     def spec(self) -> dict:
-        return {"kind": "mujoco", "env_id": self.env_id, "hidden": list(self.hidden), "max_steps": self.max_steps,
+        spec = {"kind": "mujoco", "env_id": self.env_id, "hidden": list(self.hidden), "max_steps": self.max_steps,
                 "shift": self.shift, "policy": self.policy.spec()}
+        if not self.normalize:     # only then: every spec written before the flag stays as it was
+            spec["normalize"] = False
+        return spec
 
     @classmethod
     def from_spec(cls, spec: dict) -> "LocomotionProblem":
-        return cls(spec["env_id"], spec.get("hidden", []), spec.get("max_steps"), spec.get("shift", 0.0))
+        return cls(spec["env_id"], spec.get("hidden", []), spec.get("max_steps"), spec.get("shift", 0.0),
+                   spec.get("normalize", True))
 
     def initial_params(self, seed: int) -> np.ndarray:
         """Zeros, as ARS starts: the first policy's action is the middle of each range, and every
@@ -87,7 +95,7 @@ class LocomotionProblem(Problem):
 
     def _play(self, params, rows, seeds, norm, shift):
         rows, seeds = np.asarray(rows, dtype=np.int64), np.asarray(seeds, dtype=np.int64)
-        n, d = len(rows), self.obs_dim
+        n, d = len(rows), self.state_dim
         returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
         sums, squares = np.zeros((n, d)), np.zeros((n, d))
         if n == 0:
