@@ -1,0 +1,49 @@
+"""The tables of docs/locomotion.md's "Measured on 2 cores", from this folder's benchmark lines
+(``benchmarks/mujoco.py --out``) and each kept run's metrics.jsonl (its attempts: where each
+restart began, and the held-out checks).
+
+    python docs/runs/issue52-mujoco/table.py
+"""
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = ("lines-2workers.jsonl", "lines-swimmer-raw-1worker.jsonl")
+
+
+def attempts(run_dir: str) -> list:
+    """Per attempt: its env steps and best center (gymnasium's return over the 5 training episodes)."""
+    rows = [json.loads(x) for x in open(os.path.join(run_dir, "metrics.jsonl")) if x.strip()]
+    out, start, best, first = [], 0, float("-inf"), 0
+    for r in rows:
+        if "restart" in r:
+            out.append((r["env_steps"] - r["gen_env_steps"] - start, best))
+            start, best = r["env_steps"] - r["gen_env_steps"], float("-inf")
+        best = max(best, r["center_return"])
+    out.append((rows[-1]["env_steps"] - start, best))
+    return out
+
+
+def main():
+    print("| task | seed | normalize | workers | passed | env steps | minutes | restarts | attempts (M steps, best center) "
+          "| held-out mean (20) | second 20 | load before |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in FILES:
+        path = os.path.join(HERE, name)
+        if not os.path.exists(path):
+            continue
+        for line in (json.loads(x) for x in open(path) if x.strip()):
+            if line.get("summary"):
+                continue
+            run_dir = os.path.join(HERE, "runs", f"{line['task']}-{name.split('.')[0]}-seed{line['seed']}")
+            tries = attempts(run_dir) if os.path.isdir(run_dir) else []
+            tries = "; ".join(f"{s / 1e6:.2f}, {b:,.0f}" for s, b in tries)
+            norm = "none" if "raw" in name else "states"
+            held = f"{line['eval_mean']:,.1f}" if line["reached"] else "-"
+            print(f"| {line['task']} | {line['seed']} | {norm} | {line['workers']} | {'yes' if line['reached'] else 'no'} | "
+                  f"{line['env_steps'] / 1e6:.2f}M | {line['train_seconds'] / 60:.1f} | {line['restarts']} | {tries} | "
+                  f"{held} | {line['fresh_mean']:,.1f} | {line.get('load_before', float('nan')):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
