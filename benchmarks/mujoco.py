@@ -6,7 +6,7 @@ Each run is ``es.train(es.config_for(TASK, seed=S, workers=W))``: the task's def
 when the center's mean return over its 5 episodes (gymnasium's own reward: the alive bonus that
 training shifts out is added back) reaches the threshold *and* its mean over 20 held-out episodes
 (seeds 10000..10019, never trained on) does too (``confirm_goal``), or at ``--minutes`` of wall
-time. Where the task restarts (``restart_steps``), its attempts count together. The line gives
+time. Where the task restarts (``restart_steps``, ``stall_steps``), its attempts count together. The line gives
 that held-out mean, and the mean over 20 more episodes (seeds 20000..20019) that decided
 nothing: a center checked on the same 20 episodes many times is selected on them a little.
 
@@ -77,6 +77,8 @@ def run(task: str, seed: int, workers: int, minutes: float, keep: str | None = N
             "train_seconds": round(last["train_seconds"], 1), "wall_seconds": round(wall, 1),
             "best_center": max(r["center_return"] for r in rows), "goal_checks": len(checks),
             "restarts": sum(1 for r in rows if "restart" in r), "restart_steps": cfg.restart_steps,
+            "restart_reasons": [r["restart_reason"] for r in rows if "restart" in r],
+            "stall": None if cfg.stall_steps is None else [cfg.stall_steps, cfg.stall_gain],
             "fresh_mean": float(np.mean(fresh)), "fresh_std": float(np.std(fresh)),
             "fresh_seeds": [FRESH_SEED, FRESH_SEED + cfg.eval_episodes - 1]}
     if reached:

@@ -98,6 +98,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            "statistics, when an attempt has used this many env steps without stopping at the goal (the "
            "generations go on, so it draws noise and episodes it never drew)", "a positive integer",
            _optional(_at_least(1)), flag_type=int),
+    Option("stall_steps", None, "start again as restart_steps does when the attempt's best center return has "
+           "not risen by stall_gain within this many env steps (a plateau; IPOP-CMA-ES restarts on "
+           "stagnation too)", "a positive integer", _optional(_at_least(1)), flag_type=int),
+    Option("stall_gain", 0.0, "the rise of the attempt's best center return that resets stall_steps' count",
+           "a non-negative number", lambda v: is_number(v) and v >= 0, flag_type=float),
     Option("solve_threshold", None, "final eval mean that counts as solved (default: the reward goal)",
            "a number", _optional(is_number), flag_type=float, resumable=True),
     Option("hidden", [16], "hidden layer sizes of the MLP policy ([] = linear)", "a list of positive layer sizes",

@@ -94,7 +94,9 @@ def _prepare_run_dir(run_dir: Path, resume: bool) -> None:
 # run returns to the state before it and plays the generations since again, so that it equals
 # the run in which the liar never lied. The state before each such generation is kept (in
 # memory and in the checkpoint) while a later ban could still need it.
-STATE_KEYS = ("streak", "env_steps", "finished", "restarts", "attempt_from")
+STATE_KEYS = ("streak", "env_steps", "finished", "restarts", "attempt_from", "best_mark", "best_mark_at")
+# Kept in checkpoints since restarts were added; a checkpoint written before has none of them.
+LATER_KEYS = {"restarts": 0, "attempt_from": 0, "best_mark": None, "best_mark_at": 0}
 
 
 def _snapshot(strategy, stats, state, metrics) -> dict:
@@ -170,8 +172,9 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         _prepare_run_dir(run_dir, resume)
     problem = problem if problem is not None else make_problem_for(config)
     strategy = make_strategy(config, _initial_center(config, problem, resume))
-    # restarts, attempt_from: how often restart_steps started the run again, and at which env step
-    state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None, "restarts": 0, "attempt_from": 0}
+    # restarts, attempt_from: how often the run started again, and at which env step; best_mark,
+    # best_mark_at: the attempt's best center return when it last rose by stall_gain, and the env step
+    state = {"streak": 0, "env_steps": 0, "train_seconds": 0.0, "finished": None, **LATER_KEYS}
     # The states the members visited (a problem that normalizes observations): frozen within a
     # generation, merged after it in member order, so the same for any evaluator (es.obs_norm).
     stats = obs_norm.ObsStats.empty(problem.obs_dim) if problem.obs_dim else None
@@ -179,6 +182,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     history: dict = {}        # generation -> the state before it, while a rollback may need it
     rollbacks: list[dict] = []
     audit_state = None
+    held_out = None           # the goal check that stopped the run: the final check, already played
     if run_dir is not None and resume:
         center, meta, opt_state = load_checkpoint(run_dir / "checkpoint.npz")
         extra = load_extra(run_dir / "checkpoint.npz")
@@ -193,7 +197,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
             strategy.load_state_dict(_strategy_state(center, meta, opt_state, extra))
         except (ValueError, KeyError) as exc:
             raise ESError(f"{run_dir}: the checkpoint's strategy state is invalid: {exc}") from None
-        state.update({k: meta[k] if k not in ("restarts", "attempt_from") else meta.get(k, 0) for k in state})
+        state.update({k: meta.get(k, LATER_KEYS[k]) if k in LATER_KEYS else meta[k] for k in state})
         if stats is not None:
             try:
                 stats = obs_norm.ObsStats.from_array(meta["obs_stats"])
@@ -225,12 +229,11 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         while state["finished"] is None and strategy.generation < config.generations:
             t0 = time.perf_counter()
             g = strategy.generation
-            restarted = (config.restart_steps is not None
-                         and state["env_steps"] - state["attempt_from"] >= config.restart_steps)
+            restarted = _restart_reason(config, state)
             if restarted:
                 stats = _restart(strategy, config, problem, stats, state)
-                print(f"restart {state['restarts']}: no goal in {config.restart_steps:,} env steps; generation "
-                      f"{g} starts again from the first center", file=sys.stderr)
+                print(f"restart {state['restarts']}: {restarted[1]}; generation {g} starts again from the first "
+                      "center", file=sys.stderr)
             if audit is not None:
                 history[g] = _snapshot(strategy, stats, state, metrics)
             task = strategy.ask()
@@ -275,19 +278,22 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                     bar.n = g0
                     bar.refresh()
                 continue
-            check = None
+            check = None      # (returns, lengths) of the held-out episodes, where confirm_goal looked
             if hit and config.confirm_goal and state["streak"] + 1 >= config.consecutive_goal_stopping:
                 check = _goal_check(problem, strategy.center, stats, config)
-                hit = check[0] >= _solve_threshold(config)
+                hit = float(np.mean(check[0])) >= _solve_threshold(config)
             state["streak"] = state["streak"] + 1 if hit else 0
             info = {"grad_norm": None, "update_ratio": None}
             if state["streak"] >= config.consecutive_goal_stopping:
                 # Keep the center that reached the goal: no update after the last check.
                 state["finished"] = "goal"
+                held_out = check
             else:
                 info = strategy.tell(res.returns)
-            gen_steps = int(res.lengths.sum()) + int(res.center_length) + (check[1] if check else 0)
+            gen_steps = int(res.lengths.sum()) + int(res.center_length) + (int(np.sum(check[1])) if check else 0)
             state["env_steps"] += gen_steps
+            if state["best_mark"] is None or score >= state["best_mark"] + config.stall_gain:
+                state.update(best_mark=score, best_mark_at=state["env_steps"])
             row = {"generation": g, "center_return": score,
                    "pop_mean": float(res.returns.mean()), "pop_max": float(res.returns.max()),
                    "pop_min": float(res.returns.min()), "pop_std": float(res.returns.std()),
@@ -295,8 +301,9 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                    "env_steps": state["env_steps"], "gen_env_steps": gen_steps}
             if restarted:
                 row["restart"] = state["restarts"]
+                row["restart_reason"] = restarted[0]
             if check is not None:    # the held-out mean that decided whether the run stops here
-                row["goal_check"] = check[0]
+                row["goal_check"] = float(np.mean(check[0]))
             if score != res.center_return:   # what the members' returns compare with (pop_*, center_rank)
                 row["center_fitness"] = res.center_return
             if config.record_returns:   # what tell() was given: with the seed, it replays the run (pong.student)
@@ -340,7 +347,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
                "train_seconds": state["train_seconds"], "startup_seconds": startup,
                "env_steps": state["env_steps"],
                "num_params": problem.num_params, "workers": config.workers}
-    if config.restart_steps is not None:
+    if config.restart_steps is not None or config.stall_steps is not None:
         summary["restarts"] = state["restarts"]
     if audit is not None:      # who was banned, and which generations were played again because of it
         summary["banned"] = dict(getattr(evaluator, "banned", {}))
@@ -349,7 +356,7 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
         problem.obs_norm = np.stack(obs_norm.mean_std(stats))
     if final_eval:
         eval_seeds = _eval_seeds(config)
-        returns, _ = problem.play(strategy.center, eval_seeds)
+        returns = held_out[0] if held_out is not None else problem.play(strategy.center, eval_seeds)[0]
         summary.update(eval_mean=float(np.mean(returns)), eval_std=float(np.std(returns)),
                        eval_episodes=config.eval_episodes, eval_seeds=[int(eval_seeds[0]), int(eval_seeds[-1])])
         threshold = _solve_threshold(config)
@@ -363,14 +370,25 @@ def train(config: ESConfig, problem=None, *, run_dir=None, resume: bool = False,
     return TrainResult(strategy.center, summary, metrics, run_dir)
 
 
+def _restart_reason(config: ESConfig, state: dict) -> tuple[str, str] | None:
+    """Why the next generation starts again, as (kind, sentence), or None."""
+    if config.restart_steps is not None and state["env_steps"] - state["attempt_from"] >= config.restart_steps:
+        return "budget", f"no goal in {config.restart_steps:,} env steps"
+    if config.stall_steps is not None and state["env_steps"] - state["best_mark_at"] >= config.stall_steps:
+        return "stall", (f"the attempt's best center return rose less than {config.stall_gain:g} in "
+                         f"{config.stall_steps:,} env steps")
+    return None
+
+
 def _restart(strategy, config: ESConfig, problem, stats, state: dict):
-    """``restart_steps``: the first center, a fresh optimizer and fresh observation statistics at
-    the next generation. Noise and episodes derive from (seed, generation), and the generation
+    """``restart_steps``, ``stall_steps``: the first center, a fresh optimizer and fresh observation
+    statistics at the next generation. Noise and episodes derive from (seed, generation), and the generation
     goes on, so the new attempt is a fresh draw that a resumed or replayed run draws the same."""
     fresh = make_strategy(config, _initial_center(config, problem, False)).state_dict()
     fresh["generation"] = np.array(strategy.generation, dtype=np.int64)
     strategy.load_state_dict(fresh)
-    state.update(restarts=state["restarts"] + 1, attempt_from=state["env_steps"], streak=0)
+    state.update(restarts=state["restarts"] + 1, attempt_from=state["env_steps"], streak=0, best_mark=None,
+                 best_mark_at=state["env_steps"])
     return None if stats is None else obs_norm.ObsStats.empty(problem.obs_dim)
 
 
@@ -382,8 +400,8 @@ def _eval_seeds(config: ESConfig) -> np.ndarray:
     return np.arange(config.eval_seed, config.eval_seed + config.eval_episodes)
 
 
-def _goal_check(problem, center, stats, config: ESConfig) -> tuple[float, int]:
-    """``confirm_goal``: the center's mean return and env steps over the final check's episodes,
+def _goal_check(problem, center, stats, config: ESConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``confirm_goal``: the center's returns and episode lengths over the final check's episodes,
     with the statistics the final check would use (this generation's merged in), so a run that
     stops here has passed its final check already. One lucky set of 5 episodes may carry a
     center over the line (Hopper's crossed 3,120 and averaged 3,114 on held-out ones)."""
@@ -395,7 +413,7 @@ def _goal_check(problem, center, stats, config: ESConfig) -> tuple[float, int]:
     finally:
         if stats is not None:
             problem.obs_norm = saved
-    return float(np.mean(returns)), int(np.sum(lengths))
+    return returns, lengths
 
 
 def _save(run_dir, strategy, config, problem, state, t0, stats=None, history=None, evaluator=None,

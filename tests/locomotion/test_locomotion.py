@@ -224,6 +224,39 @@ def test_a_restart_starts_again_from_zeros_and_fresh_statistics_and_a_resumed_ru
     assert whole.center.tobytes() != es.train(small(generations=1), final_eval=False).center.tobytes()
 
 
+def test_an_attempt_whose_best_stops_rising_starts_again_and_a_resumed_run_counts_the_same_stall(tmp_path):
+    plain = es.train(small(generations=5), final_eval=False)
+    never = es.train(small(generations=5, stall_steps=10**9, stall_gain=1e9), final_eval=False)
+    assert never.center.tobytes() == plain.center.tobytes() and never.summary["restarts"] == 0
+    # A rise of 1e9 never comes: the attempt's first generation sets its mark, the next one plays
+    # from it (its steps are the stall), and the one after starts again.
+    seen = []
+    whole = es.train(small(generations=5, stall_steps=1, stall_gain=1e9), run_dir=tmp_path / "whole",
+                     final_eval=False, on_generation=lambda row: seen.append(row.get("restart_reason")))
+    assert seen == [None, None, "stall", None, "stall"] and whole.summary["restarts"] == 2
+    meta = load_checkpoint(tmp_path / "whole")[1]
+    assert meta["best_mark"] == whole.metrics[4]["center_return"]
+    assert meta["best_mark_at"] == whole.metrics[4]["env_steps"]
+    # Cut just after a restart: the resumed run must not count the stall from the run's start.
+    es.train(small(generations=3, stall_steps=1, stall_gain=1e9), run_dir=tmp_path / "cut", final_eval=False)
+    resumed = es.train(small(generations=5, stall_steps=1, stall_gain=1e9), run_dir=tmp_path / "cut",
+                       resume=True, final_eval=False)
+    assert resumed.center.tobytes() == whole.center.tobytes() and resumed.summary["restarts"] == 2
+    # With no gain asked for, any center at least as good as the mark moves it; one generation
+    # without that (here: one env step) starts the attempt again.
+    rising = es.train(small(generations=6, stall_steps=1), final_eval=False)
+    expected, mark, rose = [], None, True
+    for m in rising.metrics:
+        expected.append(not rose)
+        mark = None if not rose else mark
+        rose = mark is None or m["center_return"] >= mark
+        mark = m["center_return"] if rose else mark
+    assert [("restart" in m) for m in rising.metrics] == expected and 0 < sum(expected) < 5
+    from es.errors import ESError
+    with pytest.raises(ESError, match="--stall-gain must be a non-negative number"):
+        es.config_for("swimmer", stall_gain=-1.0).validate()
+
+
 def test_without_normalization_the_policy_sees_raw_states_and_the_run_keeps_no_statistics(tmp_path):
     from es.errors import ESError
     from locomotion.plugin import validate_spec
