@@ -346,6 +346,16 @@ PAPER = "Salimans et al. 2017, arXiv:1703.03864v2, read in its text: section 4.1
         "workers'; Algorithm 2: workers send scalar returns to every other worker and reconstruct the perturbations " \
         "from known random seeds)"
 
+def _hopper_settings():
+    import es
+    from classroom.mujoco_runs import RunConfig
+    hopper = es.config_for("hopper")
+    config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, max_generations=1000)
+    assert (config.population, config.sigma, config.learning_rate) == (hopper.population, hopper.sigma,
+                                                                       hopper.learning_rate)
+    assert hopper.optimizer == "adam" and hopper.hidden == [] and "normalize" not in hopper.extra
+
+
 CLAIMS: list[Claim] = [
     Claim("The paper (Salimans et al. 2017) tests ES on simulated robots in MuJoCo (its section 4.1) and on Atari. "
           "Mania, Guy and Recht (2018, arXiv:1803.07055) showed that a **linear** policy learns the robots' tasks with "
@@ -484,6 +494,9 @@ CLAIMS: list[Claim] = [
           "classroom.mujoco_runs.train's source (each worker's chunk gets its members' parameters); "
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 174 (the task's params are "
           "theta) and lines 355-358 (the worker draws a noise index and plays task_data.params + v)"),
+    Claim('try `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, '
+          'max_generations=1000)` with a new `RUN_DIR`, the settings `python -m es train hopper` uses', _hopper_settings,
+          "es.config_for('hopper') (locomotion/plugin.py TUNED) and classroom.mujoco_runs.RunConfig's fields"),
     Claim("the grader's check accepts a Hopper run at 3,120", _hopper_threshold,
           "TASKS['hopper'], which check.locomotion_agent grades with"),
 ]

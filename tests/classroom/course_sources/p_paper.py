@@ -140,9 +140,12 @@ def _frameskip():
 
 
 def _locomotion():
-    from course_sources.p_readme import _locomotion as benchmark_row
+    from course_sources.p_readme import SWIMMER, _locomotion as benchmark_row
     benchmark_row("hopper", 5, "12.0", "20.5", ("3,139.4", "3,200.2"), 3)()
     benchmark_row("halfcheetah", 5, "4.2", "16.7", ("3,432.1", "3,633.0"), 1)()
+    benchmark_row("swimmer", 5, "3.8", "7.6", ("325.6", "331.1"), 1, SWIMMER)()
+    import es
+    assert es.config_for("swimmer").stall_steps and not es.config_for("hopper").stall_steps
 
 def _notebook_06():
     """Notebook 06's stop rule (classroom.mujoco_runs.train: one center episode at the threshold, then
@@ -222,9 +225,10 @@ CLAIMS: list[Claim] = [
           "solutions/cheetah-run (config.json, metrics.jsonl)"),
     Claim("with a linear policy on 2 cores, a run stops when the center's mean over its 5 training episodes and then "
           "its mean over 20 held-out episodes pass the threshold, and starts again from zeros after its task's budget "
-          "of steps; HalfCheetah passed 3,430 and Hopper 3,120 so on 5 of 5 seeds each, within 30 minutes", _locomotion,
-          "docs/runs/issue52-mujoco/lines-2workers.jsonl (benchmarks/mujoco.py: es.config_for's defaults, a linear "
-          "policy, confirm_goal, restart_steps)"),
+          "of steps (Swimmer also after a stall); HalfCheetah passed 3,430, Hopper 3,120 and Swimmer 325 so on 5 of 5 "
+          "seeds each, within 30 minutes", _locomotion,
+          "docs/runs/issue52-mujoco/lines-2workers.jsonl and lines-swimmer-raw-2workers.jsonl (benchmarks/mujoco.py: "
+          "es.config_for's defaults, a linear policy, confirm_goal, restart_steps, stall_steps)"),
     Claim(S_ATARI, cited(S_ATARI, "section 4.2", "Table 2"), PAPER),
     Claim("notebook 04's own agent scores -17.5 a game against the random player's -20.25 on seeds 0..19", _course_agent,
           "solutions/pong-run/beats_random.json"),
