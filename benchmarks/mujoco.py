@@ -135,8 +135,9 @@ def main():
             if (task, seed, args.workers) in earlier:
                 runs.append(earlier[(task, seed, args.workers)])
                 continue
-            runs.append({**run(task, seed, args.workers, args.minutes, args.keep), "machine": machine,
-                         "load_before": os.getloadavg()[0]})
+            load_before = os.getloadavg()[0]     # the 1-minute load average: was anything else running?
+            line = run(task, seed, args.workers, args.minutes, args.keep)
+            runs.append({**line, "machine": machine, "load_before": load_before, "load_after": os.getloadavg()[0]})
             emit(runs[-1])
         table.append(summarize(task, runs, machine, args.workers, args.minutes))
         emit(table[-1])

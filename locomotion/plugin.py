@@ -21,7 +21,8 @@ TASKS = {
 ENV_IDS = {env_id for env_id, _, _ in TASKS.values()}
 POLICIES = {"linear": [], "mlp": [64, 64]}    # the paper's MuJoCo network: two 64-unit tanh layers
 
-# Shared by every task; each task's row below overrides. Chosen by the sweeps in docs/locomotion.md.
+# Shared by every task; each task's row below overrides. Chosen by sweeps on HalfCheetah seed 0
+# that kept no data (docs/locomotion.md); the benchmark's runs there are what they do.
 COMMON = {"population": 64, "sigma": 0.03, "learning_rate": 0.01, "optimizer": "adam", "weight_decay": 0.0,
           "shaping": "centered_ranks", "generations": 1000, "eval_seed": 10_000, "eval_episodes": 20,
           # The center's mean over 5 episodes says when to look; the run stops only if its mean over
@@ -34,7 +35,8 @@ TUNED = {
     # Raw states (ARS V1, Mania et al.'s choice for Swimmer): seed 2 reached 325 held out in 2.5M steps,
     # where on normalized states it stayed below 301 in three 6M-step attempts (docs/locomotion.md).
     # An attempt whose best center rises less than 10 in 1.5M steps starts again: no attempt that
-    # passed paused that long (at most 0.83M), the ones on a plateau (~40 or ~300) paused 1.5-5M.
+    # passed paused that long (at most 0.83M), the ones on a plateau (30-55 or ~300) 1.5-4.1M
+    # (docs/runs/issue52-mujoco/stalls.py).
     "swimmer": {"restart_steps": 6_000_000, "stall_steps": 1_500_000, "stall_gain": 10.0,
                 "extra": {"policy": "linear", "normalize": "none"}},
     "hopper": {"population": 16, "sigma": 0.025, "learning_rate": 0.02,   # more, smaller steps (ARS: 8 directions)

@@ -24,9 +24,15 @@ def attempts(run_dir: str) -> list:
     return out
 
 
+def load_at_end(line: dict) -> float:
+    """The 1-minute load average as the run ended. Lines written before benchmarks/mujoco.py read
+    the load before the run too name it ``load_before``, but read it after the run ended."""
+    return line.get("load_after", line.get("load_before", float("nan")))
+
+
 def main():
     print("| task | seed | normalize | workers | passed | env steps | minutes | restarts | attempts (M steps, best center) "
-          "| held-out mean (20) | second 20 | load before |")
+          "| held-out mean (20) | second 20 | load at the end |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in FILES:
         path = os.path.join(HERE, name)
@@ -42,7 +48,7 @@ def main():
             held = f"{line['eval_mean']:,.1f}" if line["reached"] else "-"
             print(f"| {line['task']} | {line['seed']} | {norm} | {line['workers']} | {'yes' if line['reached'] else 'no'} | "
                   f"{line['env_steps'] / 1e6:.2f}M | {line['train_seconds'] / 60:.1f} | {line['restarts']} | {tries} | "
-                  f"{held} | {line['fresh_mean']:,.1f} | {line.get('load_before', float('nan')):.1f} |")
+                  f"{held} | {line['fresh_mean']:,.1f} | {load_at_end(line):.1f} |")
 
 
 if __name__ == "__main__":
