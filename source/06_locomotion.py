@@ -231,8 +231,8 @@ for k in range(3):
 # from episode to episode): its rule is in section 5.
 #
 # The solution's run (these settings, seed 0) stopped after 73 updates and 4.8 million steps
-# (the members' and the center's episodes; unlike `python -m es`, this loop does not count the
-# held-out episodes of its checks); the cell prints yours. A call stops after `minutes=20.0` of wall time, and re-running the
+# (the members' and the center's episodes; the held-out episodes of its checks are not
+# counted); the cell prints yours. A call stops after `minutes=20.0` of wall time, and re-running the
 # cell resumes the run where it stopped (`cheetah-run/checkpoint.npz`). **Before it trains, the
 # cell runs this notebook's three checks again** and refuses to start while one fails.
 
@@ -324,7 +324,7 @@ check.locomotion_agent(RUN_DIR)
 #   included; the starter's master sends the center, and its workers draw the noise (lines
 #   355-358).
 # * **Hopper and the harder tasks** need the alive bonus shifted out (section 3) and more
-#   episodes: try `config = RunConfig(task="hopper", population=16, sigma=0.025,
-#   learning_rate=0.02, max_generations=1000)` with a new `RUN_DIR`, the settings
-#   `python -m es train hopper` uses. This loop has no restarts and was not measured on
-#   Hopper; the grader's check accepts a Hopper run at 3,120.
+#   episodes: in a new cell, train with `config = RunConfig(task="hopper", population=16,
+#   sigma=0.025, learning_rate=0.02, max_generations=1000)` and a new `RUN_DIR`, the settings
+#   the course's own package trains Hopper with (it also restarts runs that stall; this loop
+#   does not, and was not measured on Hopper); the grader's check accepts a Hopper run at 3,120.

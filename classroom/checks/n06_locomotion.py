@@ -133,8 +133,8 @@ def linear_policy(fn, rng):
     low + (tanh(clip((obs - mean) / std, -5, 5) @ W_k + b_k) + 1) / 2 * (high - low), W_k row
     k's first d*a numbers as (d, a) row by row, then b_k; within 1e-5 * (high - low) of the
     course's; and the Python lines it runs (outside installed packages) do not grow with the rows:
-    a `for` loop or a comprehension over rows fails (a loop inside map or np.vectorize runs none of
-    those lines and is not caught)."""
+    a `for` loop, a comprehension, map or np.vectorize over the student's own function fails (map
+    over a built-in such as np.dot runs none of those lines per row and is not caught)."""
     d, a = int(rng.integers(3, 12)), int(rng.integers(2, 6))
 
     def draw(k):

@@ -494,8 +494,9 @@ CLAIMS: list[Claim] = [
           "classroom.mujoco_runs.train's source (each worker's chunk gets its members' parameters); "
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 174 (the task's params are "
           "theta) and lines 355-358 (the worker draws a noise index and plays task_data.params + v)"),
-    Claim('try `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, '
-          'max_generations=1000)` with a new `RUN_DIR`, the settings `python -m es train hopper` uses', _hopper_settings,
+    Claim('train with `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, '
+          'max_generations=1000)` and a new `RUN_DIR`, the settings the course\'s own package trains Hopper with',
+          _hopper_settings,
           "es.config_for('hopper') (locomotion/plugin.py TUNED) and classroom.mujoco_runs.RunConfig's fields"),
     Claim("the grader's check accepts a Hopper run at 3,120", _hopper_threshold,
           "TASKS['hopper'], which check.locomotion_agent grades with"),
