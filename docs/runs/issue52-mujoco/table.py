@@ -8,7 +8,8 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FILES = ("lines-2workers.jsonl", "lines-swimmer-raw-1worker.jsonl", "lines-swimmer-raw-2workers.jsonl")
+FILES = ("lines-2workers.jsonl", "lines-swimmer-raw-1worker.jsonl", "lines-swimmer-raw-2workers.jsonl",
+         "lines-walker2d-ant-2workers.jsonl")
 
 
 def attempts(run_dir: str) -> list:
