@@ -123,6 +123,11 @@ def _settings():
     assert (c.population, c.sigma, c.learning_rate, c.workers) == (64, 0.03, 0.01, 2)
 
 
+def _generation_cap():
+    from classroom.mujoco_runs import RUN_DEFINED, RunConfig
+    assert RunConfig().max_generations == 300 and "max_generations" not in RUN_DEFINED
+
+
 def _stopping():
     from classroom import check
     from classroom.mujoco_runs import HELD_OUT, MARGIN, TASKS, RunConfig
@@ -354,6 +359,7 @@ def _hopper_settings():
     assert (config.population, config.sigma, config.learning_rate) == (hopper.population, hopper.sigma,
                                                                        hopper.learning_rate)
     assert hopper.optimizer == "adam" and hopper.hidden == [] and "normalize" not in hopper.extra
+    assert hopper.center_episodes == 5 and hopper.restart_steps == 3_000_000 and hopper.stall_steps is None
 
 
 CLAIMS: list[Claim] = [
@@ -424,8 +430,10 @@ CLAIMS: list[Claim] = [
     Claim("HalfCheetah cannot fall (its episodes all last 1,000 steps): no bonus, shift 0.",
           _cheetah_never_falls, "gymnasium's HalfCheetahEnv (no healthy_reward, no termination), TASKS's shift"),
     Claim("The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step 0.01, one "
-          "episode per member (every member and the center on the same seed in a generation), 2 worker processes.",
+          "episode per member (every member and the center on the same seed in a generation), 2 worker processes,",
           _settings, "RunConfig's defaults"),
+    Claim("at most `max_generations=300` generations (raise it in `config` and re-run the cell", _generation_cap,
+          "RunConfig().max_generations; mujoco_runs.RUN_DEFINED (the budget may change on a resumed run)"),
     Claim("Training stops when the center's episode reaches 3,430 and the center then averages at least 3,450 on 20 "
           "held-out episodes (seeds from 1,000,000). The grader plays 20 other episodes, whose mean can fall below "
           "3,430", _stopping,
@@ -495,8 +503,8 @@ CLAIMS: list[Claim] = [
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 174 (the task's params are "
           "theta) and lines 355-358 (the worker draws a noise index and plays task_data.params + v)"),
     Claim('train with `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, '
-          'max_generations=1000)` and a new `RUN_DIR`, the settings the course\'s own package trains Hopper with',
-          _hopper_settings,
+          'max_generations=1000)` and a new `RUN_DIR`: the course package\'s Hopper settings, where the center also '
+          'plays 5 episodes a generation and a run starts again after 3M env steps without the goal', _hopper_settings,
           "es.config_for('hopper') (locomotion/plugin.py TUNED) and classroom.mujoco_runs.RunConfig's fields"),
     Claim("the grader's check accepts a Hopper run at 3,120", _hopper_threshold,
           "TASKS['hopper'], which check.locomotion_agent grades with"),

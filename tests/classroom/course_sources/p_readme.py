@@ -133,13 +133,13 @@ CLAIMS: list[Claim] = [
           _shipped("pong/agent-pixels.json", "+6.4", ["3.7", "9.1"], "-20.15", "2.57", 4121),
           "pong/agent-pixels.json (eval, wall_seconds, machine, started_from, selected_on) and "
           "pong/agent-pixels.npz's center"),
-    Claim("| 73 updates, 6.4 minutes on 2 cores | 3,458.6 over 20 held-out episodes (the threshold: 3,430) |",
+    Claim("| 73 updates, 6.4 minutes, 2 worker processes | 3,458.6 over 20 held-out episodes (the threshold: 3,430) |",
           _cheetah_run, "solutions/cheetah-run (config.json, metrics.jsonl) and es.config_for('halfcheetah')"),
-    Claim("| median 4.2 minutes on 2 cores, 4 of 5 runs beside another (at most 16.7); 1 of 5 seeds started again once | 5 of 5 seeds past 3,430 "
+    Claim("| median 4.2 minutes on 2 cores, some beside another run (at most 16.7); 1 of 5 seeds started again once | 5 of 5 seeds past 3,430 "
           "on 20 held-out episodes within 30 minutes (3,432.1 to 3,633.0) |",
           _locomotion("halfcheetah", 5, "4.2", "16.7", ("3,432.1", "3,633.0"), 1),
           f"{LOCOMOTION} and es.config_for('halfcheetah')"),
-    Claim("| median 12.0 minutes on 2 cores, 3 of 5 runs beside another (at most 20.5); 3 of 5 seeds started again once | 5 of 5 seeds past 3,120 "
+    Claim("| median 12.0 minutes on 2 cores, some beside another run (at most 20.5); 3 of 5 seeds started again once | 5 of 5 seeds past 3,120 "
           "on 20 held-out episodes within 30 minutes (3,139.4 to 3,200.2) |",
           _locomotion("hopper", 5, "12.0", "20.5", ("3,139.4", "3,200.2"), 3), f"{LOCOMOTION} and es.config_for('hopper')"),
     Claim("| raw observations, linear | median 3.8 minutes on 2 cores (at most 7.6); 1 of 5 seeds started again once | "
