@@ -167,11 +167,6 @@ def _network_size():
     assert RunConfig().population == 64
 
 
-def _hopper_threshold():
-    from classroom.mujoco_runs import TASKS
-    assert TASKS["hopper"][2] == 3120
-
-
 def _bonus_added_back():
     """A short Hopper run: its metrics' center_score, pop_mean and pop_max are gymnasium's own
     returns (its members replayed without the shift), though training ranks the shifted ones
@@ -432,7 +427,8 @@ CLAIMS: list[Claim] = [
     Claim("The settings (`RunConfig`): 64 members (32 mirrored pairs), `sigma = 0.03`, Adam with step 0.01, one "
           "episode per member (every member and the center on the same seed in a generation), 2 worker processes,",
           _settings, "RunConfig's defaults"),
-    Claim("at most `max_generations=300` generations (raise it in `config` and re-run the cell", _generation_cap,
+    Claim("at most `max_generations=300` generations (if a run ends there without passing, add "
+          "`max_generations=600` to the `RunConfig(...)` call and re-run the cell: the run goes on)", _generation_cap,
           "RunConfig().max_generations; mujoco_runs.RUN_DEFINED (the budget may change on a resumed run)"),
     Claim("Training stops when the center's episode reaches 3,430 and the center then averages at least 3,450 on 20 "
           "held-out episodes (seeds from 1,000,000). The grader plays 20 other episodes, whose mean can fall below "
@@ -503,9 +499,8 @@ CLAIMS: list[Claim] = [
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 174 (the task's params are "
           "theta) and lines 355-358 (the worker draws a noise index and plays task_data.params + v)"),
     Claim('train with `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, '
-          'max_generations=1000)` and a new `RUN_DIR`: the course package\'s Hopper settings, where the center also '
-          'plays 5 episodes a generation and a run starts again after 3M env steps without the goal', _hopper_settings,
+          'max_generations=1000)` and a new `RUN_DIR`: the Hopper settings of the course\'s reference package (in the '
+          'course repository, not in this release), where the center also plays 5 episodes a generation and a run '
+          'starts again after 3M env steps without the goal', _hopper_settings,
           "es.config_for('hopper') (locomotion/plugin.py TUNED) and classroom.mujoco_runs.RunConfig's fields"),
-    Claim("the grader's check accepts a Hopper run at 3,120", _hopper_threshold,
-          "TASKS['hopper'], which check.locomotion_agent grades with"),
 ]
