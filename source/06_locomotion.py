@@ -328,7 +328,8 @@ check.locomotion_agent(RUN_DIR)
 # * **Hopper and the harder tasks** need the alive bonus shifted out (section 3) and more
 #   episodes: in a new cell, under `if not FAST:` as in the training cell, train with
 #   `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02,
-#   max_generations=1000)` and a new `RUN_DIR`: the Hopper settings of the course's reference
+#   max_generations=1000)` into a folder of its own (`train(code, "hopper-run", config)`,
+#   leaving `RUN_DIR` as it is): the Hopper settings of the course's reference
 #   package (in the course repository, not in this release), where the center also plays 5
 #   episodes a generation and a run starts again after 3M env steps without the goal. This loop
 #   does neither and was not measured on Hopper. Such a run is yours to try, not graded: the

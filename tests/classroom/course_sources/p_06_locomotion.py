@@ -499,7 +499,8 @@ CLAIMS: list[Claim] = [
           "openai/evolution-strategies-starter at 951f199, es_distributed/es.py line 174 (the task's params are "
           "theta) and lines 355-358 (the worker draws a noise index and plays task_data.params + v)"),
     Claim('train with `config = RunConfig(task="hopper", population=16, sigma=0.025, learning_rate=0.02, '
-          'max_generations=1000)` and a new `RUN_DIR`: the Hopper settings of the course\'s reference package (in the '
+          'max_generations=1000)` into a folder of its own (`train(code, "hopper-run", config)`, leaving `RUN_DIR` as '
+          'it is): the Hopper settings of the course\'s reference package (in the '
           'course repository, not in this release), where the center also plays 5 episodes a generation and a run '
           'starts again after 3M env steps without the goal', _hopper_settings,
           "es.config_for('hopper') (locomotion/plugin.py TUNED) and classroom.mujoco_runs.RunConfig's fields"),
