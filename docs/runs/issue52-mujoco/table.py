@@ -7,6 +7,8 @@ restart began, and the held-out checks).
 import json
 import os
 
+import stalls       # this folder's: the runs split into attempts at their restarts
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ("lines-2workers.jsonl", "lines-swimmer-raw-1worker.jsonl", "lines-swimmer-raw-2workers.jsonl",
          "lines-walker2d-ant-2workers.jsonl")
@@ -14,15 +16,7 @@ FILES = ("lines-2workers.jsonl", "lines-swimmer-raw-1worker.jsonl", "lines-swimm
 
 def attempts(run_dir: str) -> list:
     """Per attempt: its env steps and best center (gymnasium's return over the 5 training episodes)."""
-    rows = [json.loads(x) for x in open(os.path.join(run_dir, "metrics.jsonl")) if x.strip()]
-    out, start, best, first = [], 0, float("-inf"), 0
-    for r in rows:
-        if "restart" in r:
-            out.append((r["env_steps"] - r["gen_env_steps"] - start, best))
-            start, best = r["env_steps"] - r["gen_env_steps"], float("-inf")
-        best = max(best, r["center_return"])
-    out.append((rows[-1]["env_steps"] - start, best))
-    return out
+    return [(rows[-1][0] - rows[0][2], max(score for _, score, _ in rows)) for rows, _ in stalls.attempts(run_dir)]
 
 
 def load_at_end(line: dict) -> float:
